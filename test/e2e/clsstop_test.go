@@ -122,16 +122,7 @@ func TestClsStopKeepRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		d := h.waitState(id, "DF", time.Minute)
-		if d.State != "D" || d.Attempts != 1 || len(d.History) != 0 {
-			t.Errorf("job %d ended %s in %d attempts (history %+v); want D in 1", id, d.State, d.Attempts, d.History)
-		}
-		if out, want := h.ok("mqstat", "--output", fmt.Sprint(id)), fmt.Sprintf("start %d\nend %d\n", id, id); out != want {
-			t.Errorf("job %d output %q, want %q", id, out, want)
-		}
-		if out, want := h.ok("mqstat", "--output", fmt.Sprint(id), "--stderr"), fmt.Sprintf("err %d\n", id); out != want {
-			t.Errorf("job %d stderr %q, want %q", id, out, want)
-		}
+		doneInOne(t, h, id)
 	}
 	// Their jobs done, the kept placeholders exit (the new CLS's own take
 	// their place).
@@ -175,5 +166,21 @@ func TestClsStopNotCounted(t *testing.T) {
 	}
 	if len(d.History) != 1 || d.History[0].Reason != "interrupted: the CLS stopped its placeholder" {
 		t.Errorf("history %+v; want attempt 1 stopped by the CLS", d.History)
+	}
+}
+
+// doneInOne checks that job id, which printed "start ID", "end ID" and
+// "err ID" on stderr, ends D in its first attempt with that output.
+func doneInOne(t *testing.T, h *harness, id int64) {
+	t.Helper()
+	d := h.waitState(id, "DF", time.Minute)
+	if d.State != "D" || d.Attempts != 1 || len(d.History) != 0 {
+		t.Errorf("job %d ended %s in %d attempts (history %+v); want D in 1", id, d.State, d.Attempts, d.History)
+	}
+	if out, want := h.ok("mqstat", "--output", fmt.Sprint(id)), fmt.Sprintf("start %d\nend %d\n", id, id); out != want {
+		t.Errorf("job %d output %q, want %q", id, out, want)
+	}
+	if out, want := h.ok("mqstat", "--output", fmt.Sprint(id), "--stderr"), fmt.Sprintf("err %d\n", id); out != want {
+		t.Errorf("job %d stderr %q, want %q", id, out, want)
 	}
 }

@@ -532,56 +532,9 @@ func (s *soak) check(when string, final bool) {
 	s.checkCat(when, list)
 }
 
-func (s *soak) readMarks() map[int64]map[int]int {
-	ents, err := os.ReadDir(s.marks)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	out := map[int64]map[int]int{}
-	for _, e := range ents {
-		ids, atts, _ := strings.Cut(e.Name(), ".")
-		id, _ := strconv.ParseInt(ids, 10, 64)
-		att, _ := strconv.Atoi(atts)
-		b, err := os.ReadFile(filepath.Join(s.marks, e.Name()))
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		if out[id] == nil {
-			out[id] = map[int]int{}
-		}
-		out[id][att] = strings.Count(string(b), "\n")
-	}
-	return out
-}
+func (s *soak) readMarks() map[int64]map[int]int { return readMarks(s.t, s.marks) }
 
-// checkSummary: mqstat --summary counts what the listing lists, once
-// within a deadline (jobs move between the two).
-func (s *soak) checkSummary(when string) {
-	waitFor(s.t, time.Minute, func() error {
-		want := map[string]map[string]int{}
-		for _, j := range s.h.jobs("-s", allStates) {
-			if want[j.Queue] == nil {
-				want[j.Queue] = map[string]int{}
-			}
-			want[j.Queue][j.State]++
-		}
-		got := s.h.summary()
-		for q, m := range got {
-			for st, n := range m {
-				if n == 0 {
-					delete(m, st)
-				}
-			}
-			if len(m) == 0 {
-				delete(got, q)
-			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			return fmt.Errorf("%s: mqstat --summary %v, the listing counts %v", when, got, want)
-		}
-		return nil
-	})
-}
+func (s *soak) checkSummary(when string) { checkSummary(s.t, s.h, when) }
 
 // checkCat: every done job's stdout, as mqstat --cat prints it, is the
 // line it wrote, once.

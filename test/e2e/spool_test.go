@@ -71,16 +71,7 @@ func TestClsStopKeepRunningSpool(t *testing.T) {
 	}
 
 	h.startCLS("--local", "1")
-	d := h.waitState(id, "DF", time.Minute)
-	if d.State != "D" || d.Attempts != 1 || len(d.History) != 0 {
-		t.Errorf("job %d ended %s in %d attempts (history %+v); want D in 1", id, d.State, d.Attempts, d.History)
-	}
-	if out, want := h.ok("mqstat", "--output", fmt.Sprint(id)), fmt.Sprintf("start %d\nend %d\n", id, id); out != want {
-		t.Errorf("job %d output %q, want %q", id, out, want)
-	}
-	if out, want := h.ok("mqstat", "--output", fmt.Sprint(id), "--stderr"), fmt.Sprintf("err %d\n", id); out != want {
-		t.Errorf("job %d stderr %q, want %q", id, out, want)
-	}
+	doneInOne(t, h, id)
 	left, err := os.ReadDir(spool)
 	if err != nil || len(left) != 0 {
 		t.Errorf("spool after the start: %v, %v; want it empty", left, err)

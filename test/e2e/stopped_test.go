@@ -50,15 +50,7 @@ func TestAgentStoppedPastLease(t *testing.T) {
 	if d.Attempts < 2 {
 		t.Fatalf("job %d done in attempt %d, want a later one than the stopped placeholder's", id, d.Attempts)
 	}
-	want := map[string]string{"o.": fmt.Sprintf("out %d\n", d.Attempts), "e.": fmt.Sprintf("err %d\n", d.Attempts)}
-	check := func(when string) {
-		for pre, w := range want {
-			p := filepath.Join(h.dir, pre+strconv.FormatInt(id, 10))
-			if got := readFile(t, p); got != w {
-				t.Errorf("%s: %s holds %q, want %q", when, p, got, w)
-			}
-		}
-	}
+	check := func(when string) { userFilesHold(t, h, id, d.Attempts, when) }
 	check("done")
 	if err := syscall.Kill(agent, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -131,15 +123,7 @@ func TestAgentStoppedWithJobInFlight(t *testing.T) {
 	b := h.startAgent("b", "hostB")
 	d := h.waitState(id, "D", time.Minute)
 	b.Process.Kill()
-	want := map[string]string{"o.": fmt.Sprintf("out %d\n", d.Attempts), "e.": fmt.Sprintf("err %d\n", d.Attempts)}
-	check := func(when string) {
-		for pre, w := range want {
-			p := filepath.Join(h.dir, pre+strconv.FormatInt(id, 10))
-			if got := readFile(t, p); got != w {
-				t.Errorf("%s: %s holds %q, want %q", when, p, got, w)
-			}
-		}
-	}
+	check := func(when string) { userFilesHold(t, h, id, d.Attempts, when) }
 	check("done")
 	if err := syscall.Kill(a.Process.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -148,4 +132,17 @@ func TestAgentStoppedWithJobInFlight(t *testing.T) {
 	// is no longer its own. Then, its slot free, it runs the next job.
 	h.ok("mqsub", "-b", "after", "true")
 	check("after the stopped placeholder went on")
+}
+
+// userFilesHold checks that job id's -o and -e files, o.ID and e.ID, hold
+// what its attempt wrote: "out ATTEMPT", "err ATTEMPT".
+func userFilesHold(t *testing.T, h *harness, id int64, attempt int, when string) {
+	t.Helper()
+	want := map[string]string{"o.": fmt.Sprintf("out %d\n", attempt), "e.": fmt.Sprintf("err %d\n", attempt)}
+	for pre, w := range want {
+		p := filepath.Join(h.dir, pre+strconv.FormatInt(id, 10))
+		if got := readFile(t, p); got != w {
+			t.Errorf("%s: %s holds %q, want %q", when, p, got, w)
+		}
+	}
 }

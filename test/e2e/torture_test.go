@@ -529,12 +529,14 @@ func (tt *torture) integrity(when string) {
 	}
 }
 
+func (tt *torture) readMarks() map[int64]map[int]int { return readMarks(tt.t, tt.marks) }
+
 // readMarks returns, per job, the attempts that started and how many
-// processes each started.
-func (tt *torture) readMarks() map[int64]map[int]int {
-	ents, err := os.ReadDir(tt.marks)
+// processes each started: the lines of dir's files, named ID.ATTEMPT.
+func readMarks(t *testing.T, dir string) map[int64]map[int]int {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		tt.t.Fatal(err)
+		t.Fatal(err)
 	}
 	out := map[int64]map[int]int{}
 	for _, e := range ents {
@@ -542,11 +544,11 @@ func (tt *torture) readMarks() map[int64]map[int]int {
 		id, err1 := strconv.ParseInt(ids, 10, 64)
 		att, err2 := strconv.Atoi(atts)
 		if err1 != nil || err2 != nil {
-			tt.t.Fatalf("mark %s", e.Name())
+			t.Fatalf("mark %s", e.Name())
 		}
-		b, err := os.ReadFile(filepath.Join(tt.marks, e.Name()))
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			tt.t.Fatal(err)
+			t.Fatal(err)
 		}
 		if out[id] == nil {
 			out[id] = map[int]int{}
@@ -698,20 +700,23 @@ func (tt *torture) checkEnded(list []jobInfo, byTarget map[string][]jobInfo) {
 	}
 }
 
-// checkSummary: mqstat --summary counts what the listing lists. Jobs may
-// still change state between the two (reconnected placeholders, lapsing
-// leases), so they need only agree once within a generous deadline.
-func (tt *torture) checkSummary(when string) {
-	tt.t.Helper()
-	waitFor(tt.t, time.Minute, func() error {
+func (tt *torture) checkSummary(when string) { checkSummary(tt.t, tt.h, when) }
+
+// checkSummary: h's mqstat --summary counts what its listing lists. Jobs
+// may still change state between the two (reconnected placeholders,
+// lapsing leases), so they need only agree once within a generous
+// deadline.
+func checkSummary(t *testing.T, h *harness, when string) {
+	t.Helper()
+	waitFor(t, time.Minute, func() error {
 		want := map[string]map[string]int{}
-		for _, j := range tt.h.jobs("-s", allStates) {
+		for _, j := range h.jobs("-s", allStates) {
 			if want[j.Queue] == nil {
 				want[j.Queue] = map[string]int{}
 			}
 			want[j.Queue][j.State]++
 		}
-		got := tt.h.summary()
+		got := h.summary()
 		for q, m := range got {
 			for s, n := range m {
 				if n == 0 {

@@ -613,18 +613,7 @@ func (s *soak) checkEnded(list []jobInfo, byTarget map[string][]jobInfo) {
 		if sp == nil || s.deleted[j.ID] || (s.unsure[j.ID] && j.State == "X") {
 			continue
 		}
-		want := "D"
-		for _, p := range sp.prereqs {
-			for _, pj := range byTarget[p] {
-				if pj.State != "D" {
-					want = "B"
-				}
-			}
-		}
-		if want == "D" && sp.fails {
-			want = "F"
-		}
-		if j.State != want {
+		if want := wantEnd(sp.prereqs, sp.fails, byTarget); j.State != want {
 			s.t.Errorf("end: job %d (%s, -p %v, --after-any %v) is %s, want %s", j.ID, j.Target, sp.prereqs, sp.afterAny, j.State, want)
 		}
 	}

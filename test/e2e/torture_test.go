@@ -683,18 +683,7 @@ func (tt *torture) checkEnded(list []jobInfo, byTarget map[string][]jobInfo) {
 		if del || (tt.unsure[j.ID] && j.State == "X") {
 			continue
 		}
-		want := "D"
-		for _, p := range tj.prereqs {
-			for _, pj := range byTarget[p] {
-				if pj.State != "D" {
-					want = "B"
-				}
-			}
-		}
-		if want == "D" && tj.fails {
-			want = "F"
-		}
-		if j.State != want {
+		if want := wantEnd(tj.prereqs, tj.fails, byTarget); j.State != want {
 			t.Errorf("end: job %d (%s, prerequisites %v) is %s, want %s", j.ID, j.Target, tj.prereqs, j.State, want)
 		}
 	}
@@ -831,4 +820,21 @@ func (tt *torture) checkArrays() {
 		}
 		t.Logf("array %d-%d: at most %d members executing at once", arr[0], arr[len(arr)-1], most)
 	}
+}
+
+// wantEnd is how a job ends once the work drained, by
+// docs/reference/semantics.md: B if a job of one of its prerequisite
+// targets (byTarget) did not end D, else F if its command fails, else D.
+func wantEnd(prereqs []string, fails bool, byTarget map[string][]jobInfo) string {
+	for _, p := range prereqs {
+		for _, pj := range byTarget[p] {
+			if pj.State != "D" {
+				return "B"
+			}
+		}
+	}
+	if fails {
+		return "F"
+	}
+	return "D"
 }

@@ -24,8 +24,8 @@ type parkedNext struct {
 	// dcWait is a DC "wait" for this request, standing until the dc
 	// queues change or dc.Redecide passes (dc.Wait).
 	dcWait dc.Wait
-	// site is the asking placeholder's site name, once plans needed it
-	// (pickPlanned).
+	// site is the asking placeholder's site name, once economics or
+	// plans needed it (dispatch).
 	site    string
 	copied  copyAsked // what pickCopy last looked at
 	copyAsk copyAsk   // the core's side of its looks, kept so a look allocates nothing
@@ -117,26 +117,28 @@ type picked struct {
 
 // dispatch picks up to p.req.Free ready jobs for the placeholder, going
 // round the queues, and marks them Executing under a lease with one UPDATE.
+// p's reply is empty: a request is answered once it holds a job
+// (matchParked), so every slot it asked for is free.
 func (s *Store) dispatch(p *parkedNext) error {
-	if len(s.qlist) == 0 || p.req.Free <= len(p.reply.Jobs) || s.room.Short() || s.reg.Retired(p.req.Placeholder) { // a claim now would fail; a removed site's get none
+	if len(s.qlist) == 0 || s.room.Short() || s.reg.Retired(p.req.Placeholder) { // a claim now would fail; a removed site's get none
 		return nil
 	}
 	var picks []picked
-	// Economics needs the asking placeholder's site (its price, the
-	// planner's caps): known once per request.
-	if s.econCosting() && p.site == "" {
+	// Economics (its price, the planner's caps) and plans (the jobs
+	// planned for it) need the asking placeholder's site: read once per
+	// request.
+	if (s.econCosting() || s.plans.Active()) && p.site == "" {
 		var err error
 		if p.site, err = s.siteName(p.req.Placeholder); err != nil {
 			return err
 		}
 	}
 	now := s.now()
-	s.pack.Begin(now, p.req.Placeholder, p.req.Free-len(p.reply.Jobs))
+	s.pack.Begin(now, p.req.Placeholder, p.req.Free)
 	skipDC := s.data.Stands(&p.dcWait, now) // a DC "wait" stands (dc.Wait)
 	waited := false
 	// A bundle takes one slot however many jobs it has.
-	used := bundles.SlotsUsed(p.reply.Jobs)
-	for slots := used; slots < p.req.Free; {
+	for slots := 0; slots < p.req.Free; {
 		_, id, w, err := s.pick(p, skipDC)
 		if err != nil {
 			return err
@@ -169,7 +171,7 @@ func (s *Store) dispatch(p *parkedNext) error {
 	}
 	s.data.Decided(&p.dcWait, waited && len(picks) == 0, skipDC, now)
 	if len(picks) == 0 {
-		if !s.repl.On() || len(p.reply.Jobs) > 0 {
+		if !s.repl.On() {
 			return nil
 		}
 		// Nothing ready for it: a queue that copies may give it a copy
@@ -180,17 +182,17 @@ func (s *Store) dispatch(p *parkedNext) error {
 		}
 		return s.dispatchCopy(p, id, q)
 	}
-	return s.handOut(p, picks, used, now)
+	return s.handOut(p, picks, now)
 }
 
-// handOut claims the rows of the jobs picked for p, whose reply filled
-// used slots before, and puts their assignments in p's reply.
-func (s *Store) handOut(p *parkedNext, picks []picked, used int, now time.Time) error {
+// handOut claims the rows of the jobs picked for p and puts their
+// assignments in p's reply.
+func (s *Store) handOut(p *parkedNext, picks []picked, now time.Time) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	s.reg.Worked(p.req.Placeholder)
-	ahead := aheadOf(p, picks, used)
+	ahead := aheadOf(p, picks)
 	ids := make([]int64, len(picks))
 	for i, pk := range picks {
 		ids[i] = pk.id

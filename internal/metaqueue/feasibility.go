@@ -51,20 +51,15 @@ func (s *Store) pick(p *parkedNext, skipDC bool) (q *queue, id int64, waited boo
 	return nil, 0, waited, nil
 }
 
-// pickPlanned takes the first ready job planned for p's site that fits
-// and has its inputs there (plans.PickAt).
+// pickPlanned takes the first ready job planned for p's site (p.site,
+// read by dispatch) that fits and has its inputs there (plans.PickAt).
 func (s *Store) pickPlanned(p *parkedNext) (*queue, int64, error) {
 	if !s.plans.Active() {
 		return nil, 0, nil
 	}
-	site, err := s.siteName(p.req.Placeholder)
-	if err != nil {
-		return nil, 0, err
-	}
-	p.site = site
 	a := s.asking(nil, p)
 	a.planned = true // each job's own queue (plans.Asking)
-	id, err := s.plans.PickAt(site, s.now(), a)
+	id, err := s.plans.PickAt(p.site, s.now(), a)
 	if id == 0 || err != nil {
 		return nil, 0, err
 	}

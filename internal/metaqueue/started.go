@@ -42,16 +42,16 @@ func (s *Store) markStarted(ph int64, refs []protocol.JobRef) error {
 	return storeErr(err)
 }
 
-// aheadOf says which of the jobs picked for p, after the used slots its
-// reply filled before, are in the slots it asked for ahead of its free
-// ones (the last Ahead of Free): a bundle fills one slot, its jobs alike.
-func aheadOf(p *parkedNext, picks []picked, used int) []bool {
+// aheadOf says which of the jobs picked for p are in the slots it asked
+// for ahead of its free ones (the last Ahead of Free): a bundle fills one
+// slot, its jobs alike.
+func aheadOf(p *parkedNext, picks []picked) []bool {
 	out := make([]bool, len(picks))
 	if p.req.Ahead <= 0 {
 		return out
 	}
 	free := p.req.Free - p.req.Ahead
-	slot := used - 1
+	slot := -1
 	for i, pk := range picks {
 		if pk.bundle == 0 || i == 0 || picks[i-1].bundle != pk.bundle {
 			slot++

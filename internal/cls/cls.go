@@ -105,6 +105,12 @@ type Config struct {
 	SitePoll       time.Duration
 	SiteThrottle   time.Duration
 	ConnectTimeout time.Duration
+	// PartitionGrace is how long the jobs of a remote site's placeholders
+	// that fell silent keep running, their leases held, while the site
+	// cannot be reached either: a network cut, not dead placeholders, may
+	// be why (metaqueue.Options.PartitionGrace). 0: 30m; negative: their
+	// leases lapse as they run out.
+	PartitionGrace time.Duration
 	// AgentReconnect is how long local placeholders try to reach a lost
 	// CLS before they give up, spooling the reports they could not
 	// deliver (their --reconnect; 0: theirs, 10m).
@@ -150,6 +156,11 @@ type Config struct {
 	fsKind func(dir string) (netfs.Kind, error)
 }
 
+// DefaultPartitionGrace is Config.PartitionGrace's default: past the
+// placeholders' own wait for a lost CLS (10m), after which they spool
+// their jobs' reports for it to read when the site is back.
+const DefaultPartitionGrace = 30 * time.Minute
+
 func (cfg *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -160,6 +171,7 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.SitePoll, 2*time.Second)
 	def(&cfg.SiteThrottle, 5*time.Minute)
 	def(&cfg.ConnectTimeout, 2*time.Minute)
+	def(&cfg.PartitionGrace, DefaultPartitionGrace)
 	if cfg.Slots == 0 {
 		cfg.Slots = 1
 	}
@@ -372,7 +384,7 @@ func (c *CLS) openStore(ctx context.Context) (outReserve int64, err error) {
 	// submits wait for twice the reserve free: the reserve, released for
 	// deletes, does not count as room for them.
 	c.store, err = metaqueue.Open(ctx, metaqueue.Options{
-		Path: filepath.Join(c.home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease,
+		Path: filepath.Join(c.home, "mq.db"), Sync: cfg.Sync, Lease: cfg.Lease, PartitionGrace: max(cfg.PartitionGrace, 0),
 		Logger: c.log, OutputDir: c.outputDir(), Links: cfg.Links, DefaultLink: cfg.DefaultLink,
 		Stager: c.stager, Observer: observer, OnFull: reserve.release, MinFree: 2 * reserve.size,
 	})

@@ -80,6 +80,9 @@ func (s *Store) expire() error {
 			}
 			continue
 		}
+		if s.heldForSite(l, ru, now) {
+			continue
+		}
 		s.log.Warn(l.Warning(), "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
 		if err := s.attemptEnded(l.Job, j, ru, runs.Lost, protocol.Report{Finished: now, Reason: l.LostReason(s.opt.Lease)}); err != nil {
 			return err
@@ -93,4 +96,28 @@ func (s *Store) expire() error {
 	s.ledger.Expire(now)
 	s.checkInfeasible(now)
 	return nil
+}
+
+// heldForSite says whether lease l of attempt ru, which lapsed, is held
+// at now because its placeholder's site has not been reached since
+// (placeholders.Reach): the placeholder may be running on behind a cut
+// network, and report when it is back.
+func (s *Store) heldForSite(l placeholders.Lease, ru *run, now time.Time) bool {
+	site := func() (string, bool) {
+		name, err := s.siteName(l.Placeholder)
+		return name, err == nil && name != ""
+	}
+	hold, first, name := s.reg.HoldLapsed(site, ru.Lease.Add(-s.opt.Lease), ru.Lease, now, s.opt.PartitionGrace)
+	if first {
+		s.log.Warn("a site's placeholders fell silent and the site has not been reached since: their jobs' leases are held until it is, or for the partition grace",
+			"site", name, "grace", s.opt.PartitionGrace)
+	}
+	return hold
+}
+
+// SiteReached tells the store that site, one a network can cut off from
+// the CLS (not a local one), was reached at at: its placeholders' lapsed
+// leases lapse (heldForSite).
+func (s *Store) SiteReached(ctx context.Context, site string, at time.Time) error {
+	return s.do(ctx, func() error { s.reg.SiteReached(site, at); return nil })
 }

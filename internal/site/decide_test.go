@@ -176,6 +176,7 @@ type fakeSite struct {
 	submitErr    error             // the batch system refuses submissions
 	why          map[string]string // why a placeholder waits, by id
 	onSubmit     func()            // called at each Submit, outside mu
+	lists        int               // List calls, those that failed too
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -220,6 +221,7 @@ func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
 func (f *fakeSite) List(context.Context) ([]batch.Placeholder, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lists++
 	if f.listErr != nil {
 		return nil, f.listErr
 	}

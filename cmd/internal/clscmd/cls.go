@@ -4,6 +4,7 @@
 package clscmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,7 @@ from local placeholders).`,
 			&cli.Float64Flag{Name: "lp-min-util", Usage: "seed 001's minimum utilisation W_MIN for sites that follow --provision lp: each job slot the LP plans for a stage is busy at least this share of the time (0 to 0.99)", Value: 0},
 			&cli.BoolFlag{Name: "allow-network-fs", Usage: "serve an MQ_HOME on a network filesystem (NFS, SMB, Lustre, GPFS, BeeGFS, CephFS, FUSE...), which is refused otherwise: the database's locks and shared memory may not work there, and it can be corrupted"},
 			&cli.DurationFlag{Name: "connect-timeout", Usage: "a remote site's placeholder that runs this long without connecting is cancelled and its site marked degraded (cls site add --connect-timeout sets it per site)", Value: 2 * time.Minute},
+			&cli.DurationFlag{Name: "partition-grace", Usage: "keep the jobs of a remote site's placeholders that fell silent while the site cannot be reached either (a network cut), their leases held, this long before they are requeued; 0: requeue at the lease", Value: cls.DefaultPartitionGrace},
 			&cli.DurationFlag{Name: "agent-reconnect", Usage: "how long a local placeholder that lost its CLS (stopped with cls stop --keep-running, killed) keeps trying to reach one before it gives up; it then leaves the reports of the jobs it ran in output/spool, for the next cls serve to apply", Value: 10 * time.Minute},
 		},
 		Action: serve,
@@ -142,6 +144,7 @@ func serve(c *cli.Context) error {
 		"site-poll":       {100 * time.Millisecond, time.Hour},
 		"site-throttle":   {time.Second, 366 * 24 * time.Hour},
 		"agent-reconnect": {time.Second, 366 * 24 * time.Hour},
+		"partition-grace": {0, 366 * 24 * time.Hour},
 	}); err != nil {
 		return err
 	}
@@ -181,8 +184,8 @@ func serve(c *cli.Context) error {
 		SSHAddr: c.String("ssh"), Commands: sshExec,
 		Agents: c.String("agents"), SitePoll: c.Duration("site-poll"),
 		SiteThrottle: c.Duration("site-throttle"), ConnectTimeout: c.Duration("connect-timeout"),
-		AgentReconnect: c.Duration("agent-reconnect"),
-		LogLevel:       level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
+		AgentReconnect: c.Duration("agent-reconnect"), PartitionGrace: cmp.Or(c.Duration("partition-grace"), -1),
+		LogLevel: level, LogFormat: c.String("log-format"), Notes: c.App.ErrWriter, Version: mqcli.Version,
 		HTTPAddr: c.String("http"), HTTPPublic: c.Bool("http-public"), HTTPPath: c.String("http-path"),
 		LPMinUtil: c.Float64("lp-min-util"), AllowNetworkFS: c.Bool("allow-network-fs"),
 	}

@@ -85,6 +85,9 @@ type Registry struct {
 	// retired those of a site since removed (Retire).
 	sites   map[int64]string
 	retired map[int64]bool
+	// reach holds the leases of placeholders at a site cut off from the
+	// CLS (SiteReached, HoldLapsed).
+	reach Reach
 	// last is the highest id a registration was given in this run: a new
 	// one is above it (InsertPlaceholder), and above meta's
 	// placeholder_last, the highest of every run (schema version 33),
@@ -156,6 +159,7 @@ func (g *Registry) Register(st Stmts, r protocol.Register, identity string, now 
 // brought there. Placeholders registering at a site of that name
 // later are new ones, and work.
 func (g *Registry) Retire(site string) {
+	g.reach.Forget(site)
 	for id, s := range g.sites {
 		if s != site {
 			continue

@@ -9,7 +9,8 @@ import (
 
 // resolveOutputLink replaces the output p, if it is a symbolic link below
 // the data root, by a copy of its target (outlink.Resolve); it says why
-// it cannot ("" when p is no link, or was replaced).
+// it cannot ("" when p is no link, or was replaced, or a.fsWait passed
+// without one of its filesystem calls returning).
 func (a *Agent) resolveOutputLink(ctx context.Context, asg protocol.Assignment, p string) string {
 	if a.cfg.DataRoot == "" {
 		return ""
@@ -24,5 +25,5 @@ func (a *Agent) resolveOutputLink(ctx context.Context, asg protocol.Assignment, 
 		}
 		return work, scratch
 	}
-	return outlink.Resolve(ctx, a.cfg.DataRoot, p, job, reasonOutput, a.where())
+	return outlink.Resolve(ctx, a.cfg.DataRoot, p, job, a.fsWait, reasonOutput, a.where())
 }

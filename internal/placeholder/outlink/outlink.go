@@ -12,6 +12,12 @@
 // outside the root; the CLS never follows a link in a data root at all
 // (stage.SFTP). Without a data root the files are the user's own on the
 // CLS host's filesystem and are read as any program would, links and all.
+//
+// The link, its target and the copy may lie on a filesystem whose server
+// is gone (NFS, Lustre), where a call blocks for ever: a resolve is given
+// up once a deadline passes without one of its calls returning
+// (hung.Progressing), so the copy of a big file is not cut, one call that
+// hangs is.
 package outlink
 
 import (
@@ -24,7 +30,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -37,22 +45,42 @@ type Job func() (work, scratch string)
 // Resolve replaces the output p, if it is a symbolic link below the data
 // root, by a copy of its target; it says why it cannot ("" when p is no
 // link, or was replaced), starting with prefix and naming where the
-// output is (where: "site s (host h)").
-func Resolve(ctx context.Context, root, p string, job Job, prefix, where string) string {
+// output is (where: "site s (host h)"). It gives up once wait passes
+// without one of its filesystem calls returning, saying so; the calls
+// left blocked go no further once they return, and close what they
+// opened.
+func Resolve(ctx context.Context, root, p string, job Job, wait time.Duration, prefix, where string) string {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a resolve given up on stops at its next call
+	var why string
+	err := hung.Progressing(wait, "a filesystem call resolving the link", func(step func()) error {
+		why = resolve(ctx, root, p, job, step, prefix, where)
+		return nil
+	})
+	if err != nil {
+		return fmt.Sprintf("%s%s at %s: %v", prefix, p, where, err)
+	}
+	return why
+}
+
+// resolve is Resolve, calling step as each filesystem call returns.
+func resolve(ctx context.Context, root, p string, job Job, step func(), prefix, where string) string {
 	full, err := stage.Rooted(root, p)
 	if err != nil {
 		return "" // HashFile refuses it with the reason
 	}
 	fi, err := os.Lstat(full)
+	step()
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return ""
 	}
 	target, _ := os.Readlink(full)
+	step()
 	refuse := func(what string) string {
 		return fmt.Sprintf("%s%s at %s is a symbolic link to %s, %s: mq stages what an output links to only in the job's directory or a regular file of yours",
 			prefix, p, where, protocol.Quote(target), what)
 	}
-	src, err := openLinked(job, full, target)
+	src, err := openLinked(job, full, target, step)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return refuse("which does not exist")
@@ -64,11 +92,19 @@ func Resolve(ctx context.Context, root, p string, job Job, prefix, where string)
 		return refuse(err.Error())
 	}
 	defer src.Close()
-	if err := replaceLink(ctx, root, p, src); err != nil {
+	if err := replaceLink(ctx, root, p, src, step); err != nil {
 		return fmt.Sprintf("%s%s at %s: copying what it links to: %v", prefix, p, where, err)
 	}
 	return ""
 }
+
+// Seams for tests, which fake a filesystem that hangs or is slow.
+var (
+	// opened is called with the linked file as its open returns.
+	opened = func(*os.File) {}
+	// reader is what the copy reads the linked file through.
+	reader = func(f *os.File) io.Reader { return f }
+)
 
 var (
 	errNotRegular = errors.New("not a regular file")
@@ -81,12 +117,16 @@ var (
 // for. An absolute link into the attempt's scratch directory (a copy of
 // a replicated job, whose $PWD that was) is read where the scratch
 // directory's files were moved when the attempt won: the job's directory.
-func openLinked(job Job, full, target string) (*os.File, error) {
+// step is called as each filesystem call returns.
+func openLinked(job Job, full, target string, step func()) (*os.File, error) {
 	open := func(f *os.File, err error, own bool) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
+		opened(f)
+		step()
 		fi, err := f.Stat()
+		step()
 		switch {
 		case err != nil:
 		case !fi.Mode().IsRegular():
@@ -101,13 +141,16 @@ func openLinked(job Job, full, target string) (*os.File, error) {
 		return f, nil
 	}
 	const flags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
-	if work, scratch := job(); work != "" {
+	work, scratch := job()
+	step()
+	if work != "" {
 		rel, err := filepath.Rel(work, full)
 		if sc := scratch + string(filepath.Separator); scratch != "" && strings.HasPrefix(target, sc) {
 			rel, err = filepath.Clean(strings.TrimPrefix(target, sc)), nil
 		}
 		if err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			if r, err := os.OpenRoot(work); err == nil {
+				step()
 				f, err := r.OpenFile(rel, flags, 0)
 				r.Close()
 				if err == nil || !isRootEscape(err) {
@@ -137,13 +180,20 @@ func ownedByMe(fi fs.FileInfo) bool {
 
 // replaceLink writes src's bytes (as many as it had when opened) to a
 // temporary file beside the output p and renames it over the link, all
-// through an os.Root at the data root.
-func replaceLink(ctx context.Context, root, p string, src *os.File) error {
+// through an os.Root at the data root, unless ctx ends first. step is
+// called as each filesystem call returns, each read of the copy among
+// them: a write that hangs holds the next read.
+func replaceLink(ctx context.Context, root, p string, src *os.File, step func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	fi, err := src.Stat()
+	step()
 	if err != nil {
 		return err
 	}
 	r, err := os.OpenRoot(root)
+	step()
 	if err != nil {
 		return err
 	}
@@ -151,13 +201,19 @@ func replaceLink(ctx context.Context, root, p string, src *os.File) error {
 	rel := strings.TrimPrefix(filepath.Clean(p), "/")
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".mq-link")
 	r.Remove(tmp) // left by an agent killed while copying
+	step()
 	dst, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	step()
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, io.LimitReader(ctxReader{ctx, src}, fi.Size()))
+	_, err = io.Copy(dst, io.LimitReader(ctxReader{ctx, reader(src), step}, fi.Size()))
 	if cerr := dst.Close(); err == nil {
 		err = cerr
+	}
+	step()
+	if err == nil {
+		err = ctx.Err() // given up on: the link stays
 	}
 	if err == nil {
 		err = r.Rename(tmp, rel)
@@ -168,15 +224,19 @@ func replaceLink(ctx context.Context, root, p string, src *os.File) error {
 	return err
 }
 
-// ctxReader stops reading once ctx ends.
+// ctxReader stops reading once ctx ends, and calls step as each read
+// returns.
 type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+	ctx  context.Context
+	r    io.Reader
+	step func()
 }
 
 func (c ctxReader) Read(b []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(b)
+	n, err := c.r.Read(b)
+	c.step()
+	return n, err
 }

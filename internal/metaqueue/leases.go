@@ -99,25 +99,33 @@ func (s *Store) expire() error {
 }
 
 // heldForSite says whether lease l of attempt ru, which lapsed, is held
-// at now because its placeholder's site has not been reached since
-// (placeholders.Reach): the placeholder may be running on behind a cut
-// network, and report when it is back.
+// at now because its placeholder's site was not up for a whole lease
+// since it was last heard (placeholders.Reach): the placeholder may be
+// running on behind a cut network, and report when it is back.
 func (s *Store) heldForSite(l placeholders.Lease, ru *run, now time.Time) bool {
 	site := func() (string, bool) {
 		name, err := s.siteName(l.Placeholder)
 		return name, err == nil && name != ""
 	}
-	hold, first, name := s.reg.HoldLapsed(site, ru.Lease.Add(-s.opt.Lease), ru.Lease, now, s.opt.PartitionGrace)
+	hold, first, name := s.reg.HoldLapsed(site, ru.Lease.Add(-s.opt.Lease), now, s.opt.Lease, s.opt.PartitionGrace)
 	if first {
-		s.log.Warn("a site's placeholders fell silent and the site has not been reached since: their jobs' leases are held until it is, or for the partition grace",
+		s.log.Warn("a site's placeholders fell silent and the site does not answer either: their jobs' leases are held until it is back, or for the partition grace",
 			"site", name, "grace", s.opt.PartitionGrace)
 	}
 	return hold
 }
 
-// SiteReached tells the store that site, one a network can cut off from
-// the CLS (not a local one), was reached at at: its placeholders' lapsed
-// leases lapse (heldForSite).
-func (s *Store) SiteReached(ctx context.Context, site string, at time.Time) error {
-	return s.do(ctx, func() error { s.reg.SiteReached(site, at); return nil })
+// SiteReached tells the store whether site, one a network can cut off
+// from the CLS (not a local one), answered (ok, at at) or not: the lapsed
+// leases of its silent placeholders are held while it does not, and for
+// a lease after it is back (heldForSite).
+func (s *Store) SiteReached(ctx context.Context, site string, at time.Time, ok bool) error {
+	return s.do(ctx, func() error {
+		if ok {
+			s.reg.SiteReached(site, at)
+		} else {
+			s.reg.SiteLost(site)
+		}
+		return nil
+	})
 }

@@ -23,6 +23,7 @@ func TestPartitionHoldsLeases(t *testing.T) {
 		// placeholder's site; reachAfter: and it is reached again this
 		// long past the lease's lapse (0: never).
 		watched    bool
+		lost       bool // and it stops answering at once
 		reachAfter time.Duration
 		// requeuedBy is how long past the last heartbeat the job is
 		// requeued; heldUntil how long it is still executing.
@@ -32,6 +33,8 @@ func TestPartitionHoldsLeases(t *testing.T) {
 		{name: "no grace lapses at the lease", grace: 0, watched: true, heldUntil: testLease / 2, requeuedBy: testLease + testLease/4},
 		{name: "a cut site is held for the grace", grace: grace, watched: true, heldUntil: grace - testLease/4, requeuedBy: grace + testLease/4},
 		{name: "a site reached after the lapse lapses then", grace: grace, watched: true, reachAfter: testLease, heldUntil: 2*testLease - testLease/4, requeuedBy: 2*testLease + testLease/4},
+		{name: "a site back from a cut gives a lease to reconnect in", grace: grace, watched: true, lost: true, reachAfter: testLease,
+			heldUntil: 3*testLease - testLease/4, requeuedBy: 3*testLease + testLease/2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,11 +49,16 @@ func TestPartitionHoldsLeases(t *testing.T) {
 			if tc.watched {
 				e.reached("far", heard)
 			}
+			if tc.lost {
+				if err := e.s.SiteReached(context.Background(), "far", time.Time{}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for e.clock.Now().Sub(heard) < tc.requeuedBy {
 				e.advance(testLease / 4)
 				since := e.clock.Now().Sub(heard)
-				if tc.reachAfter > 0 && since >= testLease+tc.reachAfter && since < testLease+tc.reachAfter+testLease/4 {
-					e.reached("far", e.clock.Now())
+				if tc.reachAfter > 0 && since >= testLease+tc.reachAfter {
+					e.reached("far", e.clock.Now()) // each listing from then on answers
 				}
 				if since <= tc.heldUntil {
 					e.mustBe(id, job.Executing)
@@ -92,7 +100,7 @@ func TestPartitionHeldJobReports(t *testing.T) {
 // manager does after it listed the site's batch system.
 func (e *env) reached(site string, at time.Time) {
 	e.t.Helper()
-	if err := e.s.SiteReached(context.Background(), site, at); err != nil {
+	if err := e.s.SiteReached(context.Background(), site, at, true); err != nil {
 		e.t.Fatal(err)
 	}
 }

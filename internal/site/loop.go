@@ -95,16 +95,16 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	defer cancel()
 	asked := m.now() // the site answered after this: when it was reached, at the latest
 	ps, err := ms.site.List(tctx)
+	if rs, ok := m.Store.(reachStore); ok && w.spec.Type != Local && ctx.Err() == nil {
+		if err := rs.SiteReached(ctx, w.spec.Name, asked, err == nil); err != nil {
+			return fmt.Errorf("metaqueue: %w", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	now := m.now()
 	*lastList = now
-	if rs, ok := m.Store.(reachStore); ok && w.spec.Type != Local {
-		if err := rs.SiteReached(ctx, w.spec.Name, asked); err != nil {
-			return fmt.Errorf("metaqueue: %w", err)
-		}
-	}
 
 	m.mu.Lock()
 	var acts siteActions
@@ -200,11 +200,12 @@ type shapedStore interface {
 	SiteNeed(ctx context.Context, shape resource.Capacity, walltime float64, placeholders []int64, limit int) (ready, executing packing.Need, err error)
 }
 
-// reachStore is a Store told when a site a network can cut off from the
-// CLS was reached (the metaqueue's is): the leases of its placeholders,
-// silent behind a cut, are held until it is reached again, for a while.
+// reachStore is a Store told whether a site a network can cut off from
+// the CLS answered each listing (the metaqueue's is): the leases of its
+// placeholders, silent behind a cut, are held while it does not, for a
+// while.
 type reachStore interface {
-	SiteReached(ctx context.Context, site string, at time.Time) error
+	SiteReached(ctx context.Context, site string, at time.Time, ok bool) error
 }
 
 // observeLocked brings the site's placeholders up to date with the batch

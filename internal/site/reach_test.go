@@ -16,13 +16,24 @@ type reachingStore struct {
 	*fakeStore
 	mu      sync.Mutex
 	reached map[string][]time.Time
+	lost    map[string]int
 }
 
-func (s *reachingStore) SiteReached(_ context.Context, site string, at time.Time) error {
+func (s *reachingStore) SiteReached(_ context.Context, site string, at time.Time, ok bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reached[site] = append(s.reached[site], at)
+	if ok {
+		s.reached[site] = append(s.reached[site], at)
+	} else {
+		s.lost[site]++
+	}
 	return nil
+}
+
+func (s *reachingStore) losses(site string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost[site]
 }
 
 func (s *reachingStore) times(site string) []time.Time {
@@ -32,12 +43,13 @@ func (s *reachingStore) times(site string) []time.Time {
 }
 
 // TestSiteReached: the manager tells the store a remote site was reached
-// each time it lists its batch system, from before it asked; not while
-// listing fails (the site may be cut off: its placeholders' leases are
-// then held), and never for a local site, which no network cuts off.
+// each time it lists its batch system, from before it asked, and lost
+// each time listing fails (the site may be cut off: its placeholders'
+// leases are then held); never either for a local site, which no network
+// cuts off.
 func TestSiteReached(t *testing.T) {
 	remote, local := &fakeSite{jobs: map[string]batch.State{}}, &fakeSite{jobs: map[string]batch.State{}}
-	st := &reachingStore{fakeStore: &fakeStore{ready: 1}, reached: map[string][]time.Time{}}
+	st := &reachingStore{fakeStore: &fakeStore{ready: 1}, reached: map[string][]time.Time{}, lost: map[string]int{}}
 	m := &Manager{Store: st, Poll: 5 * time.Millisecond,
 		Open: func(spec protocol.SiteSpec, _ func(int)) (Site, error) {
 			if spec.Type == Local {
@@ -54,8 +66,8 @@ func TestSiteReached(t *testing.T) {
 	}
 	eventually(t, "far reached", func() bool { return len(st.times("far")) > 0 })
 	eventually(t, "the local site listed", func() bool { return listed(local) > 2 })
-	if got := st.times("l"); len(got) > 0 {
-		t.Errorf("a local site was told reached: %v", got)
+	if got := st.times("l"); len(got) > 0 || st.losses("l") > 0 {
+		t.Errorf("a local site was told reached %v, lost %d times", got, st.losses("l"))
 	}
 
 	cut := time.Now()
@@ -63,7 +75,7 @@ func TestSiteReached(t *testing.T) {
 	remote.listErr = errors.New("ssh: connect to host h port 22: Connection timed out")
 	remote.mu.Unlock()
 	n := listed(remote)
-	eventually(t, "listing far failed thrice", func() bool { return listed(remote) > n+3 })
+	eventually(t, "listing far failed thrice", func() bool { return listed(remote) > n+3 && st.losses("far") >= 3 })
 	for _, at := range st.times("far") {
 		if !at.Before(cut) {
 			t.Fatalf("far told reached at %v, after listing it failed from %v", at, cut)

@@ -2,62 +2,100 @@ package placeholders
 
 import "time"
 
-// Reach is when the CLS last reached each site that a network can cut off
-// from it (an SSH site whose batch system the site manager listed). A
-// placeholder there falls silent when it dies, and also when the site is
-// cut off: its jobs then run on and report once the link is back, or leave
-// their reports in the site's spool. So a lease there lapses only once the
-// site was reached after it lapsed (the placeholder's silence is then its
-// own), or once grace has passed since the placeholder was last heard. A
-// site Reach was never told of (a local one) lapses as before.
+// Reach is what the CLS knows of whether it can reach each site that a
+// network can cut off from it (an SSH site, whose batch system the site
+// manager lists). A placeholder there falls silent when it dies, and also
+// when the site is cut off: its jobs then run on, and report once the
+// link is back or leave their reports in the site's spool. So the lease
+// of a silent placeholder there lapses only once the site was up for a
+// whole lease after the placeholder was last heard (its silence is then
+// its own), or once grace has passed since it was last heard. A site
+// Reach was never told of (a local one) lapses as before.
 type Reach struct {
-	at   map[string]time.Time
-	held map[string]bool // a hold of the site's leases was logged
+	sites map[string]*reached
+	held  map[string]bool // a hold of the site's leases was logged since it was last up
 }
 
-// Reached notes that site was reached at at.
+// reached is one site's: when it last answered, since when it has
+// answered without a failure between, and whether its last listing failed.
+type reached struct {
+	at, upSince time.Time
+	down        bool
+}
+
+// Reached notes that site answered at at.
 func (r *Reach) Reached(site string, at time.Time) {
-	if r.at == nil {
-		r.at, r.held = map[string]time.Time{}, map[string]bool{}
+	if r.sites == nil {
+		r.sites, r.held = map[string]*reached{}, map[string]bool{}
 	}
-	if at.After(r.at[site]) {
-		r.at[site] = at
+	s := r.sites[site]
+	if s == nil {
+		s = &reached{upSince: at}
+		r.sites[site] = s
 	}
-	delete(r.held, site)
+	if s.down {
+		s.down, s.upSince = false, at
+		delete(r.held, site)
+	}
+	if at.After(s.at) {
+		s.at = at
+	}
+}
+
+// Lost notes that site did not answer (its listing failed): it may be
+// cut off from the CLS.
+func (r *Reach) Lost(site string) {
+	if s := r.sites[site]; s != nil {
+		s.down = true
+	}
 }
 
 // Forget drops a removed site.
 func (r *Reach) Forget(site string) {
-	delete(r.at, site)
+	delete(r.sites, site)
 	delete(r.held, site)
 }
 
 // Watching says whether any site is watched (Hold can hold a lease).
-func (r *Reach) Watching() bool { return len(r.at) > 0 }
+func (r *Reach) Watching() bool { return len(r.sites) > 0 }
 
-// Hold says whether the lease of a placeholder of site, which lapsed at
-// lapsed after it was last heard at heard, is held at now: the site was
-// not reached since the lease lapsed, and grace since heard has not run
-// out. first is true the first time Hold holds a lease of site since it
-// was last reached, for one log line per cut.
-func (r *Reach) Hold(site string, heard, lapsed, now time.Time, grace time.Duration) (hold, first bool) {
-	at, ok := r.at[site]
-	if !ok || grace <= 0 || !at.Before(lapsed) || now.Sub(heard) >= grace {
+// Hold says whether a lapsed lease of length lease, of a placeholder of
+// site last heard at heard, is held at now: grace since heard has not run
+// out, and the site is not known to have been up for a whole lease since
+// heard (it does not answer now, or came back less than a lease ago, or
+// has not answered since that lease ended). first is true the first time
+// Hold holds a lease of site since it was last up, for one log line per
+// cut.
+func (r *Reach) Hold(site string, heard, now time.Time, lease, grace time.Duration) (hold, first bool) {
+	s := r.sites[site]
+	if s == nil || grace <= 0 || now.Sub(heard) >= grace {
 		return false, false
 	}
-	first = !r.held[site]
-	r.held[site] = true
+	due := heard
+	if s.upSince.After(due) {
+		due = s.upSince // back since: a fresh lease to reconnect in
+	}
+	due = due.Add(lease)
+	if !s.down && !now.Before(due) && !s.at.Before(due) {
+		return false, false
+	}
+	first = s.down && !r.held[site]
+	if first {
+		r.held[site] = true
+	}
 	return true, first
 }
 
-// SiteReached notes that site, one a network can cut off, was reached at
-// at (Reach).
+// SiteReached notes that site, one a network can cut off, answered at at
+// (Reach).
 func (g *Registry) SiteReached(site string, at time.Time) { g.reach.Reached(site, at) }
 
-// HoldLapsed is Reach.Hold for a lapsed lease of a placeholder of the
-// site site names, asked only while some site is watched (site is then
-// called).
-func (g *Registry) HoldLapsed(site func() (string, bool), heard, lapsed, now time.Time, grace time.Duration) (hold, first bool, name string) {
+// SiteLost notes that site did not answer (Reach).
+func (g *Registry) SiteLost(site string) { g.reach.Lost(site) }
+
+// HoldLapsed is Reach.Hold for a lapsed lease, asked only while some site
+// is watched (site then names the placeholder's).
+func (g *Registry) HoldLapsed(site func() (string, bool), heard, now time.Time, lease, grace time.Duration) (hold, first bool, name string) {
 	if !g.reach.Watching() || grace <= 0 {
 		return false, false, ""
 	}
@@ -65,6 +103,6 @@ func (g *Registry) HoldLapsed(site func() (string, bool), heard, lapsed, now tim
 	if !ok {
 		return false, false, ""
 	}
-	hold, first = g.reach.Hold(name, heard, lapsed, now, grace)
+	hold, first = g.reach.Hold(name, heard, now, lease, grace)
 	return hold, first, name
 }

@@ -10,29 +10,40 @@ func TestReachHold(t *testing.T) {
 	const lease, grace = 30 * time.Second, 10 * time.Minute
 	heard := t0
 	lapsed := t0.Add(lease)
+	type event struct {
+		at   time.Time
+		lost bool // the listing failed
+	}
 	tests := []struct {
-		name    string
-		reached map[string]time.Time // site -> when reached
-		site    string
-		now     time.Time
-		grace   time.Duration
-		want    bool
+		name   string
+		site   string
+		events []event // of site "far"
+		now    time.Time
+		grace  time.Duration
+		want   bool
 	}{
-		{"a site never reached lapses", nil, "far", lapsed, grace, false},
-		{"another site's reach does not hold", map[string]time.Time{"near": t0}, "far", lapsed, grace, false},
-		{"not reached since the lapse: held", map[string]time.Time{"far": lapsed.Add(-time.Second)}, "far", lapsed.Add(time.Minute), grace, true},
-		{"reached after the lapse: its silence is its own", map[string]time.Time{"far": lapsed}, "far", lapsed.Add(time.Minute), grace, false},
-		{"held no longer than grace since last heard", map[string]time.Time{"far": t0}, "far", heard.Add(grace), grace, false},
-		{"held just within grace", map[string]time.Time{"far": t0}, "far", heard.Add(grace - time.Second), grace, true},
-		{"no grace: never held", map[string]time.Time{"far": t0}, "far", lapsed, 0, false},
+		{"a site never told of lapses", "near", []event{{at: t0}}, lapsed, grace, false},
+		{"up all along and answered after the lapse: its silence is its own", "far", []event{{at: t0.Add(-time.Hour)}, {at: lapsed}}, lapsed, grace, false},
+		{"up, not yet answered since the lapse: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: lapsed.Add(-time.Second)}}, lapsed.Add(time.Second), grace, true},
+		{"not answering: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed.Add(time.Minute), grace, true},
+		{"not answering past the grace: lapses", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, heard.Add(grace), grace, false},
+		{"back less than a lease ago: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}, {at: lapsed.Add(time.Minute)}},
+			lapsed.Add(time.Minute + lease - time.Second), grace, true},
+		{"back a lease ago and answered since: lapses", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}, {at: lapsed.Add(time.Minute)}, {at: lapsed.Add(time.Minute + lease)}},
+			lapsed.Add(time.Minute + lease), grace, false},
+		{"no grace: never held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var r Reach
-			for site, at := range tc.reached {
-				r.Reached(site, at)
+			for _, e := range tc.events {
+				if e.lost {
+					r.Lost("far")
+				} else {
+					r.Reached("far", e.at)
+				}
 			}
-			if got, _ := r.Hold(tc.site, heard, lapsed, tc.now, tc.grace); got != tc.want {
+			if got, _ := r.Hold(tc.site, heard, tc.now, lease, tc.grace); got != tc.want {
 				t.Errorf("Hold = %v, want %v", got, tc.want)
 			}
 		})
@@ -41,28 +52,34 @@ func TestReachHold(t *testing.T) {
 
 func TestReachFirstHoldAndForget(t *testing.T) {
 	t0 := time.Unix(1000, 0)
+	const lease = time.Second
 	var r Reach
 	if r.Watching() {
-		t.Fatal("watching before any site was reached")
+		t.Fatal("watching before any site answered")
+	}
+	r.Lost("far") // a site not yet watched stays so
+	if r.Watching() {
+		t.Fatal("watching a site that never answered")
 	}
 	r.Reached("far", t0)
-	r.Reached("far", t0.Add(-time.Hour)) // an older word does not move it back
-	lapsed := t0.Add(time.Second)
-	if hold, first := r.Hold("far", t0, lapsed, lapsed, time.Hour); !hold || !first {
+	r.Lost("far")
+	now := t0.Add(2 * lease)
+	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || !first {
 		t.Fatalf("first hold = %v, %v", hold, first)
 	}
-	if hold, first := r.Hold("far", t0, lapsed, lapsed, time.Hour); !hold || first {
+	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || first {
 		t.Fatalf("second hold = %v, %v: one log line per cut", hold, first)
 	}
-	r.Reached("far", lapsed.Add(-time.Millisecond)) // reached again, before the lapse
-	if _, first := r.Hold("far", t0, lapsed, lapsed, time.Hour); !first {
-		t.Error("a hold after the site was reached again is not told as a new cut")
+	r.Reached("far", now)
+	r.Lost("far")
+	if _, first := r.Hold("far", t0, now, lease, time.Hour); !first {
+		t.Error("a hold in a new cut is not told")
 	}
 	r.Forget("far")
 	if r.Watching() {
 		t.Error("a forgotten site is still watched")
 	}
-	if hold, _ := r.Hold("far", t0, lapsed, lapsed, time.Hour); hold {
+	if hold, _ := r.Hold("far", t0, now, lease, time.Hour); hold {
 		t.Error("a removed site's lease is held")
 	}
 }

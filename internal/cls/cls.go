@@ -256,6 +256,9 @@ type CLS struct {
 	keepRunning atomic.Bool
 
 	beforeStart func() // a test's hook: runs in Run before the sites start
+	// spoolCheck, a test's hook, wraps the site check the store's core
+	// runs for each spool file (deliverSpool).
+	spoolCheck func(check func(site string) bool) func(site string) bool
 }
 
 // New opens the CLS of cfg.Home: it takes the home's lock (one CLS per

@@ -35,6 +35,9 @@ func (c *CLS) deliverSpool(ctx context.Context) <-chan struct{} {
 			remote[si.Name] = si.Type != site.Local
 		}
 		local := func(name string) bool { return !remote[name] }
+		if c.spoolCheck != nil {
+			local = c.spoolCheck(local)
+		}
 		n, err := spool.Deliver(spool.OS{}, dir, os.Getuid(), func(f spool.File) error {
 			return spool.CheckRefused(c.store.ReportSpooled(ctx, f.Placeholder, f.Reports, local))
 		}, c.log)

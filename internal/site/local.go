@@ -62,7 +62,11 @@ func (p *Processes) Submit(_ context.Context, n int) ([]string, error) {
 	p.mu.Unlock()
 	for range n {
 		cmd := command()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A session of its own, not just a process group: when the CLS
+		// dies, a group left in the CLS's session without a parent there
+		// is sent SIGHUP by the kernel if a member is stopped (SIGSTOP),
+		// and the placeholder must outlive its CLS (Leave) even then.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
 			return ids, err
 		}
@@ -223,11 +227,12 @@ func (p *Processes) Close() error {
 
 // Leave lets the placeholders run on without this site: they are not
 // signalled, and their exits are no longer told (the CLS that would requeue
-// their jobs is stopping). Each runs in a process group of its own, writes
-// to a file (not a pipe through the CLS) and reads nothing, so the CLS's
-// exit does not end it: it finishes its jobs, takes no more (--orphan-exit)
-// and reports them to the next CLS on this home, as after the CLS is
-// killed (cls stop --keep-running).
+// their jobs is stopping). Each runs in a session of its own (so even a
+// stopped one is sent no SIGHUP), writes to a file (not a pipe through
+// the CLS) and reads nothing, so the CLS's exit does not end it: it
+// finishes its jobs, takes no more (--orphan-exit) and reports them to the
+// next CLS on this home, as after the CLS is killed (cls stop
+// --keep-running).
 func (p *Processes) Leave() {
 	p.mu.Lock()
 	p.left = true

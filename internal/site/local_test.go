@@ -15,6 +15,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mq-hpc/mq/internal/site/batch"
 )
 
@@ -110,7 +112,9 @@ func TestOrphanCancelled(t *testing.T) {
 
 // TestLeave: a local site left (cls stop --keep-running) does not signal
 // its placeholders, and their exits are no longer told: the CLS that
-// would requeue their jobs is stopping.
+// would requeue their jobs is stopping. Each runs in a session of its
+// own, so the CLS's exit never orphans its process group: the kernel
+// would send it SIGHUP if it were stopped then.
 func TestLeave(t *testing.T) {
 	exited := make(chan int, 1)
 	p := &Processes{
@@ -123,6 +127,9 @@ func TestLeave(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(ids[0])
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+		t.Errorf("the placeholder %d runs in session %d (%v), want one of its own", pid, sid, err)
+	}
 	p.Leave()
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("the placeholder %d does not run after Leave: %v", pid, err)

@@ -146,3 +146,71 @@ func userFilesHold(t *testing.T, h *harness, id int64, attempt int, when string)
 		}
 	}
 }
+
+// TestStoppedAgentCLSKilled: a local placeholder SIGSTOPped while its
+// CLS is killed outlives its CLS as a running one does: continued, it
+// finishes its job and reports it to the next cls serve, which has it
+// done in its first attempt. The CLS's death leaves the placeholder's
+// process group without a parent in its session; with a stopped member
+// such a group is sent SIGHUP by the kernel, which must not end it. The
+// placeholder's jobs keep SIGHUP's default action all the same: one sent
+// SIGHUP dies of it (exit 129).
+func TestStoppedAgentCLSKilled(t *testing.T) {
+	h := newHarness(t)
+	h.startCLS("--local", "1", "--slots", "2")
+	hup := h.submit("hup", `echo $$ > hup.pid; exec sleep 600`)
+	gate := filepath.Join(h.dir, "gate")
+	id := h.submit("k", `echo $$ > pid.$MQ_JOB_ID; echo start $MQ_JOB_ID; while [ ! -e gate ]; do sleep 0.1; done; echo end $MQ_JOB_ID; echo err $MQ_JOB_ID >&2`)
+	h.waitState(id, "E", time.Minute)
+	pidFile := filepath.Join(h.dir, fmt.Sprintf("pid.%d", id))
+	waitFile(t, pidFile, time.Minute)
+	jobPid := readPid(t, pidFile)
+	st, ok := readStat(jobPid)
+	if !ok {
+		t.Fatalf("job process %d is gone", jobPid)
+	}
+	agent := st.ppid
+	if !strings.Contains(cmdline(agent), " agent ") {
+		t.Fatalf("the job's parent %d is not a placeholder: %q", agent, cmdline(agent))
+	}
+
+	hupFile := filepath.Join(h.dir, "hup.pid")
+	waitFile(t, hupFile, time.Minute)
+	if err := syscall.Kill(readPid(t, hupFile), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.waitState(hup, "DF", time.Minute); d.State != "F" || d.Exit == nil || *d.Exit != 129 {
+		t.Errorf("job %d sent SIGHUP ended %s, exit %v (%s); want F, exit 129", hup, d.State, d.Exit, d.Reason)
+	}
+
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(agent, syscall.SIGCONT)
+	waitFor(t, time.Minute, func() error {
+		if st, ok := readStat(agent); !ok || st.state != 'T' {
+			return fmt.Errorf("placeholder %d is not stopped (%+v)", agent, st)
+		}
+		return nil
+	})
+	h.stopCLS(syscall.SIGKILL, 30*time.Second)
+	if err := syscall.Kill(agent, syscall.SIGCONT); err != nil {
+		t.Fatalf("placeholder %d is gone after its CLS was killed: %v", agent, err)
+	}
+	h.startCLS("--local", "1", "--slots", "2")
+	if !alive(agent) || !alive(jobPid) {
+		t.Errorf("placeholder %d alive %v, its job %d alive %v, after its CLS was killed while it was stopped; want both running",
+			agent, alive(agent), jobPid, alive(jobPid))
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doneInOne(t, h, id)
+	// Its job done, the placeholder exits, as one whose CLS died does.
+	waitFor(t, time.Minute, func() error {
+		if alive(agent) {
+			return fmt.Errorf("placeholder %d still runs (%s)", agent, cmdline(agent))
+		}
+		return nil
+	})
+}

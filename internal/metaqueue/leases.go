@@ -122,7 +122,7 @@ func (s *Store) heldForSite(l placeholders.Lease, ru *run, now time.Time) bool {
 func (s *Store) SiteReached(ctx context.Context, site string, at time.Time, ok bool) error {
 	return s.do(ctx, func() error {
 		if ok {
-			s.reg.SiteReached(site, at)
+			s.reg.SiteReached(site, at, s.opt.Lease)
 		} else {
 			s.reg.SiteLost(site)
 		}

@@ -10,31 +10,32 @@ import (
 )
 
 // TestPartitionHoldsLeases: the lease of a job whose placeholder fell
-// silent lapses only once its site was reached after the lapse, or once
-// the partition grace since the placeholder was last heard has passed; a
-// site the store is never told of (a local one) lapses at the lease.
+// silent lapses only once its site answered for a whole lease since the
+// placeholder was last heard or the site came back, or once the partition
+// grace since it was last heard has passed; a site the store is never
+// told of (a local one) lapses at the lease. The site manager lists a
+// watched site at every step (a quarter lease) but while it is cut off.
 func TestPartitionHoldsLeases(t *testing.T) {
 	t.Parallel()
-	const grace = 4 * testLease
+	const grace, step = 6 * testLease, testLease / 4
+	const forever = time.Duration(1 << 62)
 	tests := []struct {
-		name  string
-		grace time.Duration
-		// watched: the site manager tells the store when it reached the
-		// placeholder's site; reachAfter: and it is reached again this
-		// long past the lease's lapse (0: never).
-		watched    bool
-		lost       bool // and it stops answering at once
-		reachAfter time.Duration
-		// requeuedBy is how long past the last heartbeat the job is
-		// requeued; heldUntil how long it is still executing.
+		name    string
+		grace   time.Duration
+		watched bool
+		// cutFor is how long past the last heartbeat the site does not
+		// answer (0: it answers throughout).
+		cutFor time.Duration
+		// heldUntil is how long past the last heartbeat the job is still
+		// executing, requeuedBy by when it is queued again.
 		heldUntil, requeuedBy time.Duration
 	}{
-		{name: "a local site lapses at the lease", grace: grace, heldUntil: testLease / 2, requeuedBy: testLease + testLease/4},
-		{name: "no grace lapses at the lease", grace: 0, watched: true, heldUntil: testLease / 2, requeuedBy: testLease + testLease/4},
-		{name: "a cut site is held for the grace", grace: grace, watched: true, heldUntil: grace - testLease/4, requeuedBy: grace + testLease/4},
-		{name: "a site reached after the lapse lapses then", grace: grace, watched: true, reachAfter: testLease, heldUntil: 2*testLease - testLease/4, requeuedBy: 2*testLease + testLease/4},
-		{name: "a site back from a cut gives a lease to reconnect in", grace: grace, watched: true, lost: true, reachAfter: testLease,
-			heldUntil: 3*testLease - testLease/4, requeuedBy: 3*testLease + testLease/2},
+		{name: "a local site lapses at the lease", grace: grace, heldUntil: testLease - step, requeuedBy: testLease + step},
+		{name: "no grace lapses at the lease", grace: 0, watched: true, cutFor: forever, heldUntil: testLease - step, requeuedBy: testLease + step},
+		{name: "a site that answers lapses at the lease", grace: grace, watched: true, heldUntil: testLease - step, requeuedBy: testLease + 2*step},
+		{name: "a cut site is held for the grace", grace: grace, watched: true, cutFor: forever, heldUntil: grace - step, requeuedBy: grace + step},
+		{name: "a site back from a cut gives a lease to reconnect in", grace: grace, watched: true, cutFor: 2 * testLease,
+			heldUntil: 3*testLease - step, requeuedBy: 3*testLease + 2*step},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,19 +48,15 @@ func TestPartitionHoldsLeases(t *testing.T) {
 			}
 			heard := e.clock.Now()
 			if tc.watched {
-				e.reached("far", heard)
-			}
-			if tc.lost {
-				if err := e.s.SiteReached(context.Background(), "far", time.Time{}, false); err != nil {
-					t.Fatal(err)
-				}
+				e.reached("far", heard, true)
 			}
 			for e.clock.Now().Sub(heard) < tc.requeuedBy {
-				e.advance(testLease / 4)
+				e.clock.Advance(step)
 				since := e.clock.Now().Sub(heard)
-				if tc.reachAfter > 0 && since >= testLease+tc.reachAfter {
-					e.reached("far", e.clock.Now()) // each listing from then on answers
+				if tc.watched {
+					e.reached("far", e.clock.Now(), since >= tc.cutFor)
 				}
+				e.tick()
 				if since <= tc.heldUntil {
 					e.mustBe(id, job.Executing)
 				}
@@ -79,13 +76,14 @@ func TestPartitionHeldJobReports(t *testing.T) {
 	ph := e.register("far")
 	id := e.submit1("t", "sleep 1000")
 	e.next(ph, 1)
-	e.reached("far", e.clock.Now())
+	e.reached("far", e.clock.Now(), true)
+	e.reached("far", e.clock.Now(), false) // cut off
 	e.advance(5 * testLease)
 	e.mustBe(id, job.Executing)
 	if _, err := e.s.Heartbeat(context.Background(), protocol.Heartbeat{Placeholder: ph, Running: []protocol.JobRef{{ID: id, Attempt: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	e.reached("far", e.clock.Now()) // the link is back
+	e.reached("far", e.clock.Now(), true) // the link is back
 	e.advance(testLease / 2)
 	e.mustBe(id, job.Executing) // renewed by the heartbeat
 	e.report(ph, protocol.Report{ID: id, Attempt: 1, Exit: 0})
@@ -96,11 +94,11 @@ func TestPartitionHeldJobReports(t *testing.T) {
 	e.check()
 }
 
-// reached tells the store that site was reached at at, as the site
-// manager does after it listed the site's batch system.
-func (e *env) reached(site string, at time.Time) {
+// reached tells the store whether site answered at at, as the site
+// manager does after each listing of its batch system.
+func (e *env) reached(site string, at time.Time, ok bool) {
 	e.t.Helper()
-	if err := e.s.SiteReached(context.Background(), site, at, true); err != nil {
+	if err := e.s.SiteReached(context.Background(), site, at, ok); err != nil {
 		e.t.Fatal(err)
 	}
 }

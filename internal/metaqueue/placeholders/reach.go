@@ -23,17 +23,19 @@ type reached struct {
 	down        bool
 }
 
-// Reached notes that site answered at at.
-func (r *Reach) Reached(site string, at time.Time) {
+// Reached notes that site answered at at. An answer more than a lease
+// after the one before it counts as the site coming back: a listing
+// that hung through a cut and then answered told no failure.
+func (r *Reach) Reached(site string, at time.Time, lease time.Duration) {
 	if r.sites == nil {
 		r.sites, r.held = map[string]*reached{}, map[string]bool{}
 	}
 	s := r.sites[site]
 	if s == nil {
-		s = &reached{upSince: at}
+		s = &reached{at: at, upSince: at}
 		r.sites[site] = s
 	}
-	if s.down {
+	if s.down || at.Sub(s.at) > lease {
 		s.down, s.upSince = false, at
 		delete(r.held, site)
 	}
@@ -88,7 +90,9 @@ func (r *Reach) Hold(site string, heard, now time.Time, lease, grace time.Durati
 
 // SiteReached notes that site, one a network can cut off, answered at at
 // (Reach).
-func (g *Registry) SiteReached(site string, at time.Time) { g.reach.Reached(site, at) }
+func (g *Registry) SiteReached(site string, at time.Time, lease time.Duration) {
+	g.reach.Reached(site, at, lease)
+}
 
 // SiteLost notes that site did not answer (Reach).
 func (g *Registry) SiteLost(site string) { g.reach.Lost(site) }

@@ -23,14 +23,16 @@ func TestReachHold(t *testing.T) {
 		want   bool
 	}{
 		{"a site never told of lapses", "near", []event{{at: t0}}, lapsed, grace, false},
-		{"up all along and answered after the lapse: its silence is its own", "far", []event{{at: t0.Add(-time.Hour)}, {at: lapsed}}, lapsed, grace, false},
-		{"up, not yet answered since the lapse: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: lapsed.Add(-time.Second)}}, lapsed.Add(time.Second), grace, true},
+		{"up all along and answered after the lapse: its silence is its own", "far", []event{{at: t0.Add(-10 * time.Second)}, {at: t0.Add(15 * time.Second)}, {at: lapsed}}, lapsed, grace, false},
+		{"up, not yet answered since the lapse: held", "far", []event{{at: t0.Add(-10 * time.Second)}, {at: t0.Add(15 * time.Second)}, {at: lapsed.Add(-time.Second)}}, lapsed.Add(time.Second), grace, true},
 		{"not answering: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed.Add(time.Minute), grace, true},
 		{"not answering past the grace: lapses", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, heard.Add(grace), grace, false},
 		{"back less than a lease ago: held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}, {at: lapsed.Add(time.Minute)}},
 			lapsed.Add(time.Minute + lease - time.Second), grace, true},
 		{"back a lease ago and answered since: lapses", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}, {at: lapsed.Add(time.Minute)}, {at: lapsed.Add(time.Minute + lease)}},
 			lapsed.Add(time.Minute + lease), grace, false},
+		{"an answer after a silence longer than a lease is a return: held", "far", []event{{at: t0.Add(-time.Second)}, {at: lapsed.Add(time.Second)}},
+			lapsed.Add(2 * time.Second), grace, true},
 		{"no grace: never held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed, 0, false},
 	}
 	for _, tc := range tests {
@@ -40,7 +42,7 @@ func TestReachHold(t *testing.T) {
 				if e.lost {
 					r.Lost("far")
 				} else {
-					r.Reached("far", e.at)
+					r.Reached("far", e.at, lease)
 				}
 			}
 			if got, _ := r.Hold(tc.site, heard, tc.now, lease, tc.grace); got != tc.want {
@@ -61,7 +63,7 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 	if r.Watching() {
 		t.Fatal("watching a site that never answered")
 	}
-	r.Reached("far", t0)
+	r.Reached("far", t0, lease)
 	r.Lost("far")
 	now := t0.Add(2 * lease)
 	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || !first {
@@ -70,7 +72,7 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || first {
 		t.Fatalf("second hold = %v, %v: one log line per cut", hold, first)
 	}
-	r.Reached("far", now)
+	r.Reached("far", now, lease)
 	r.Lost("far")
 	if _, first := r.Hold("far", t0, now, lease, time.Hour); !first {
 		t.Error("a hold in a new cut is not told")

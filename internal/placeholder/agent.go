@@ -141,9 +141,13 @@ type Agent struct {
 	// agents on one host never share one.
 	lineage string
 
+	// id is the CLS's number for this placeholder, 0 until it registers:
+	// read without mu, which a reconnection holds through its dial (up to
+	// 30 s), and the job output written meanwhile needs it (streamSet).
+	id atomic.Int64
+
 	mu      sync.Mutex
 	cl      *client.Client
-	id      int64
 	hbEvery time.Duration
 	// connected is when cl was made; churn spaces out reconnections
 	// after connections that died young (session).
@@ -270,11 +274,7 @@ func New(cfg Config) *Agent {
 func (a *Agent) now() time.Time { return a.cfg.Now() }
 
 // ID is the placeholder id the CLS gave this agent (0 before it registered).
-func (a *Agent) ID() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.id
-}
+func (a *Agent) ID() int64 { return a.id.Load() }
 
 // Run pulls and runs jobs until ctx ends, the CLS says exit, the idle
 // timeout passes, or the CLS stays unreachable. When ctx ends, running jobs

@@ -115,7 +115,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	reg, err := client.Do(dctx, cl, protocol.OpRegister, protocol.Register{
-		ID: a.id, Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
+		ID: a.ID(), Site: a.cfg.Site, Host: a.cfg.Host, PID: os.Getpid(), Slots: a.cfg.Slots,
 		OutDir: a.cfg.OutDir, Walltime: a.cfg.Walltime.Seconds(), Batch: a.cfg.BatchID,
 		Capacity: wireCapacity(a.cfg.Capacity), Asked: wireAsked(a.cfg.Asked), CapacityNote: a.cfg.CapacityNote,
 		Holding: a.holdingToRegister(),
@@ -124,13 +124,13 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		cl.Close()
 		return nil, err
 	}
-	if a.id != 0 && reg.ID != a.id {
-		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", a.id, "new", reg.ID)
+	if old := a.ID(); old != 0 && reg.ID != old {
+		a.log.Warn("the CLS did not know this placeholder; registered anew", "old", old, "new", reg.ID)
 	}
-	if a.id != 0 {
+	if a.ID() != 0 {
 		a.announceRunning()
 	}
-	a.id = reg.ID
+	a.id.Store(reg.ID)
 	a.filesAsked.Store(reg.OutputFiles)
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
@@ -138,7 +138,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	if reg.LeaseS > 0 {
 		a.fence.SetLease(protocol.Duration(reg.LeaseS))
 	}
-	a.log.Info("connected to the CLS", "placeholder", a.id)
+	a.log.Info("connected to the CLS", "placeholder", reg.ID)
 	return cl, nil
 }
 
@@ -147,7 +147,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 // earlier connection is in it: that connection has ended, and a reply's
 // jobs enter holding before recvMu is unlocked.
 func (a *Agent) holdingToRegister() []protocol.JobRef {
-	if a.id == 0 {
+	if a.ID() == 0 {
 		return nil
 	}
 	a.recvMu.Lock()

@@ -185,3 +185,70 @@ func TestAgentSpoolsReports(t *testing.T) {
 		ranOnce(t, c, ids[0], dir)
 	}
 }
+
+// TestAgentOutputWhileDialHangs: the connection drops while a job runs,
+// and the agent's next dial hangs (a network that drops packets: it
+// holds a.mu up to its 30 s timeout). The job ends meanwhile: its output
+// reaches the stream file at once, not after the dial, and once the CLS
+// is reached again the job is Done in one attempt with its output whole.
+// (Its output took the placeholder's id under a.mu and waited out the
+// dial: reported "output: not written in time", and lost.)
+func TestAgentOutputWhileDialHangs(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	var hang atomic.Bool
+	release, dialing := make(chan struct{}), make(chan struct{}, 1)
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		if hang.Load() {
+			select {
+			case dialing <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return c.dial(ctx)
+	}
+	dir := t.TempDir()
+	ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt; echo finished", Cwd: dir})
+	cfg := agentConfig(t, 1)
+	cfg.Dial, cfg.Streams = dial, true
+	startAgentCfg(t, c, cfg)
+	waitUntil(t, 20*time.Second, func() error {
+		if !exists(filepath.Join(dir, "started")) {
+			return errors.New("job never started")
+		}
+		return nil
+	})
+	hang.Store(true)
+	c.cut()
+	select {
+	case <-dialing:
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not dial again after the cut")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Well within the dial's 30 s: the output is in a stream file while
+	// the dial still hangs.
+	waitUntil(t, 20*time.Second, func() error {
+		files, _ := filepath.Glob(filepath.Join(cfg.OutDir, "streams", "*.mqs"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), "finished") {
+				return nil
+			}
+		}
+		return errors.New("the job's output is not in a stream file")
+	})
+	hang.Store(false)
+	close(release)
+	ranOnce(t, c, ids[0], dir)
+	d, err := c.store.Inspect().Job(context.Background(), ids[0])
+	if err != nil || d.OutputLost != "" {
+		t.Fatalf("job %+v, %v: output lost", d, err)
+	}
+}

@@ -23,7 +23,7 @@ func streamAgent(t *testing.T, rotate int64) (*Agent, string) {
 	t.Helper()
 	out := t.TempDir()
 	a := New(Config{Site: "test", Host: "h", Slots: 1, OutDir: out, Streams: true, StreamRotate: rotate})
-	a.id = 7
+	a.id.Store(7)
 	f, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestAgentStreamsRotate(t *testing.T) {
 	var reps []protocol.Report
 	for i := 1; i <= 4; i++ {
 		if i == 4 {
-			a.id = 9
+			a.id.Store(9)
 		}
 		reps = append(reps, a.run(context.Background(), protocol.Assignment{ID: int64(i), Attempt: 1, Command: "echo line of job $MQ_JOB_ID, long enough to pass a hundred bytes with its header"}))
 	}

@@ -1,0 +1,154 @@
+//go:build e2e
+
+package sites
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A network cut between the CLS and a cluster, longer than the lease:
+// the CLS cannot list the site, and the placeholder cannot reach the CLS.
+// The job runs on and ends behind the cut; when the cut heals its
+// placeholder reconnects and reports, and the job is Done in its first
+// attempt, run once (before --partition-grace it was requeued at the
+// lease and run again).
+func TestPartitionKeepsJobs(t *testing.T) {
+	need(t, "slurm")
+	l := newLogin(t, "127.0.0.1")
+	// Both ways through the cluster's network: the CLS to the login
+	// host, the compute nodes to the CLS. Made before the CLS, and healed
+	// before it stops (cleanups run last first): its stop cancels the
+	// site's placeholders through them.
+	clsAddr := freePort(t, "127.0.0.1")
+	toLogin, toCLS := newCutProxy(t, l.addr), newCutProxy(t, clsAddr)
+	c := startCLSWith(t, nil, []string{"--lease", "6s", "--ssh", clsAddr})
+	t.Cleanup(func() { toLogin.heal(); toCLS.heal() }) // before the CLS stops, if the test ends during the cut
+	via := *l
+	via.addr, via.knownHosts = toLogin.addr(), filepath.Join(t.TempDir(), "known_hosts")
+	via.writeKnownHosts(filepath.Join(l.dir, "host_key.pub"))
+	c.addSite("cut", "slurm", &via, "--max", "1", "--walltime", "10m", "--idle", "30s", "--cls-addr", toCLS.addr())
+	mark, gate := filepath.Join(c.work, "runs"), filepath.Join(c.work, "gate")
+	c.must("mqsub", "-q", "q", "long", fmt.Sprintf("echo run >> %s; while [ ! -e %s ]; do sleep 0.2; done; echo finished", mark, gate))
+	eventually(t, 2*time.Minute, "the job executing", func() bool { return len(c.jobs("E")) == 1 && readFile(mark) != "" })
+
+	toLogin.cut()
+	toCLS.cut()
+	cutAt := time.Now()
+	eventually(t, time.Minute, "the site degraded", func() bool { return c.sites()["cut"].State == "degraded" })
+	// Four leases and more with neither way open: the job is still the
+	// placeholder's, in its first attempt.
+	eventually(t, time.Minute, "four leases passed", func() bool { return time.Since(cutAt) > 24*time.Second })
+	if js := c.jobs("E"); len(js) != 1 || js[0].Attempts != 1 {
+		t.Fatalf("behind the cut: executing %+v, want the job in attempt 1", js)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil { // it ends behind the cut
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the job's end behind the cut", func() bool { return time.Since(cutAt) > 30*time.Second })
+	toLogin.heal()
+	toCLS.heal()
+
+	eventually(t, 2*time.Minute, "the job done", func() bool { return len(c.jobs("D")) == 1 })
+	js := c.jobs("D")
+	if js[0].Attempts != 1 {
+		t.Errorf("attempts %d, want 1", js[0].Attempts)
+	}
+	if runs := readFile(mark); strings.Count(runs, "run") != 1 {
+		t.Errorf("the job ran %d times, want once", strings.Count(runs, "run"))
+	}
+	if out := c.must("mqstat", "--output", fmt.Sprint(js[0].ID)); !strings.Contains(out, "finished") {
+		t.Errorf("output %q", out)
+	}
+}
+
+// cutProxy forwards TCP connections to an address until cut: then it
+// drops those open and holds new ones unanswered, as a network that
+// drops every packet does, until healed.
+type cutProxy struct {
+	ln   net.Listener
+	to   string
+	mu   sync.Mutex
+	down bool
+	open []net.Conn
+}
+
+func newCutProxy(t *testing.T, to string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, to: to}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.open = append(p.open, c)
+		p.mu.Unlock()
+		if down {
+			continue // held unanswered; closed at the heal
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *cutProxy) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", p.to, 10*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.down {
+		p.mu.Unlock()
+		up.Close()
+		return
+	}
+	p.open = append(p.open, up)
+	p.mu.Unlock()
+	go func() { io.Copy(up, c); up.Close() }()
+	io.Copy(c, up)
+	c.Close()
+}
+
+// cut drops every connection and holds new ones.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
+}
+
+// heal closes the connections held, which their clients then make again,
+// and forwards the new ones.
+func (p *cutProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
+}

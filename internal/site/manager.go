@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
@@ -71,6 +72,9 @@ type Manager struct {
 	shownMu sync.Mutex
 	// setMu serialises Set and Remove, which stop and restart site loops.
 	setMu sync.Mutex
+	// brokenUnstored: the last broken placeholder could not be stored
+	// (broken.go); logged once until one is.
+	brokenUnstored atomic.Bool
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -180,6 +184,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	broken := m.loadBroken(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx = ctx
@@ -197,6 +202,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		if err := m.startLocked(spec); err != nil {
 			m.log().Error("cannot start site", "site", spec.Name, "err", err)
+		}
+	}
+	for name, list := range broken {
+		if ms, ok := m.sites[name]; ok {
+			ms.broken = list
 		}
 	}
 	return nil

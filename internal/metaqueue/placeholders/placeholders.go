@@ -28,9 +28,12 @@ var (
 	placeholdersFile string
 	//go:embed sites.sql
 	sitesFile string
+	//go:embed broken.sql
+	brokenFile string
 
 	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
+	brokenSQL       = sqlfile.MustParse("broken.sql", brokenFile)
 )
 
 // Query returns the placeholders.sql query called name, for the core to
@@ -40,7 +43,7 @@ func Query(name string) string { return placeholdersSQL.Get(name) }
 // Queries are the module's SQL files by name, for the core's tests to
 // prepare against the schema.
 func Queries() map[string]sqlfile.Queries {
-	return map[string]sqlfile.Queries{"placeholders.sql": placeholdersSQL, "sites.sql": sitesSQL}
+	return map[string]sqlfile.Queries{"placeholders.sql": placeholdersSQL, "sites.sql": sitesSQL, "broken.sql": brokenSQL}
 }
 
 // Execer is the connection the module writes through: the core's writer

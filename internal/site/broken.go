@@ -69,9 +69,15 @@ func (m *Manager) noteBroken(id int64, why string) (site string, b protocol.Brok
 		if _, ok := ms.connected[id]; !ok {
 			continue
 		}
-		if slices.ContainsFunc(ms.broken, func(b protocol.BrokenPlaceholder) bool { return b.ID == id }) {
-			return "", b, false, false // said once: the first time is when it broke
+		// Said once: the first time is when it broke. Heard again, one
+		// the site's later ones pushed out stays out.
+		if ms.saidBroken[id] || slices.ContainsFunc(ms.broken, func(b protocol.BrokenPlaceholder) bool { return b.ID == id }) {
+			return "", b, false, false
 		}
+		if ms.saidBroken == nil {
+			ms.saidBroken = map[int64]bool{}
+		}
+		ms.saidBroken[id] = true
 		b = protocol.BrokenPlaceholder{ID: id, Host: ms.hosts[id], Why: protocol.ClipText(why, maxBrokenWhy), At: m.now()}
 		ms.broken = append([]protocol.BrokenPlaceholder{b}, ms.broken...)
 		if len(ms.broken) > protocol.MaxBroken {

@@ -19,7 +19,8 @@ import (
 // TestBrokenPlaceholders: a site lists the placeholders whose heartbeats
 // said their node cannot run jobs, with host and why, the latest first,
 // once each; after they disconnect too (they exit once their jobs end,
-// and the node stays broken), for protocol.BrokenKept, MaxBroken at most.
+// and the node stays broken), for protocol.BrokenKept, MaxBroken at most
+// (one pushed out by later ones is not put back by its next heartbeat).
 // A placeholder of no site changes nothing.
 func TestBrokenPlaceholders(t *testing.T) {
 	var mu sync.Mutex
@@ -64,6 +65,11 @@ func TestBrokenPlaceholders(t *testing.T) {
 	}
 	if b := broken(); len(b) != protocol.MaxBroken || b[0].ID != 100+protocol.MaxBroken+1 {
 		t.Fatalf("%d broken, the first %d; want the latest %d", len(b), b[0].ID, protocol.MaxBroken)
+	}
+	// One pushed out says it again in its next heartbeat: it stays out.
+	m.Broken(100, "broken")
+	if b := broken(); len(b) != protocol.MaxBroken || b[0].ID != 100+protocol.MaxBroken+1 || b[len(b)-1].ID != 102 {
+		t.Fatalf("broken %+v after one pushed out said it again; want %d to 102", b, 100+protocol.MaxBroken+1)
 	}
 	mu.Lock()
 	now = now.Add(protocol.BrokenKept + time.Second)

@@ -120,9 +120,12 @@ type managed struct {
 	// full output disk (Heartbeat.Paused).
 	paused map[int64]bool
 	// hosts: each connected placeholder's host; broken: the placeholders
-	// that said their node cannot run jobs (broken.go).
-	hosts  map[int64]string
-	broken []protocol.BrokenPlaceholder
+	// that said their node cannot run jobs (broken.go); saidBroken: the
+	// connected ones that said it, heard once a connection (each says it
+	// in every heartbeat while it drains).
+	hosts      map[int64]string
+	broken     []protocol.BrokenPlaceholder
+	saidBroken map[int64]bool
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -494,6 +497,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 		delete(ms.offered, id)
 		delete(ms.paused, id)
 		delete(ms.hosts, id)
+		delete(ms.saidBroken, id)
 	}
 }
 
@@ -533,6 +537,7 @@ func (m *Manager) localExited(site string, pid int) {
 				delete(ms.offered, id)
 				delete(ms.paused, id)
 				delete(ms.hosts, id)
+				delete(ms.saidBroken, id)
 			}
 		}
 	}

@@ -2,7 +2,8 @@
 // the sites they run at: who registered (identity, site, host, slots, out
 // dir, last seen), which are known to this run, which connections they are
 // on, the rows of those gone for good, the lease decisions (which attempts'
-// leases lapsed, whether the CLS itself stalled) and the sites' specs.
+// leases lapsed, whether the CLS itself stalled), the sites' specs and
+// the placeholders that said their node cannot run jobs (broken.go).
 //
 // The core calls it where the event happens (a registration, a connection
 // closed, a placeholder handed work or gone, the tick, open) and applies

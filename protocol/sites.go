@@ -121,7 +121,7 @@ type SiteInfo struct {
 	// Broken lists the site's placeholders that said their node cannot
 	// run jobs (Heartbeat.Broken) in the last BrokenKept, connected or
 	// not (such a placeholder exits once its jobs end), the latest first,
-	// MaxBroken at most.
+	// MaxBroken at most. The CLS stores them: a restart keeps them.
 	Broken []BrokenPlaceholder `json:"broken,omitempty"`
 }
 
@@ -134,8 +134,8 @@ type BrokenPlaceholder struct {
 }
 
 // How long, and how many, broken placeholders a site lists
-// (SiteInfo.Broken): the node stays broken after its placeholder exits,
-// until the site drains or mends it.
+// (SiteInfo.Broken): the node stays broken after its placeholder exits
+// and after the CLS restarts, until the site drains or mends it.
 const (
 	BrokenKept = 24 * time.Hour
 	MaxBroken  = 8

@@ -106,8 +106,9 @@ type siteStore struct {
 }
 
 var (
-	_ site.EconStore  = siteStore{}
-	_ site.StageStore = siteStore{}
+	_ site.EconStore   = siteStore{}
+	_ site.StageStore  = siteStore{}
+	_ site.BrokenStore = siteStore{}
 )
 
 // install serves the site ops on srv and tells the manager about

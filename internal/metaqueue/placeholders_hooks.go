@@ -102,3 +102,25 @@ func (s *Store) parkedPlaceholders() map[int64]bool {
 	}
 	return parked
 }
+
+// NoteBroken stores a site's broken placeholder (site.BrokenStore), so a
+// restarted CLS lists it still; while the database cannot be written (its
+// disk full, its lock held) it is refused at once.
+func (s *Store) NoteBroken(ctx context.Context, site string, b protocol.BrokenPlaceholder, embedded bool) error {
+	return s.doNeedingRoom(ctx, call{}, func() error {
+		if err := s.beginFresh(); err != nil {
+			return err
+		}
+		return placeholdersErr(placeholders.NoteBroken(context.Background(), s.w, site, b, embedded))
+	})
+}
+
+// BrokenPlaceholders lists the sites' broken placeholders heard at since
+// or later, the latest first (site.BrokenStore).
+func (s *Store) BrokenPlaceholders(ctx context.Context, since time.Time) (out map[string][]protocol.BrokenPlaceholder, err error) {
+	err = s.do(ctx, func() error {
+		out, err = placeholders.Broken(context.Background(), s.w, since)
+		return placeholdersErr(err)
+	})
+	return out, err
+}

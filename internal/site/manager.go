@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
@@ -71,6 +72,9 @@ type Manager struct {
 	shownMu sync.Mutex
 	// setMu serialises Set and Remove, which stop and restart site loops.
 	setMu sync.Mutex
+	// brokenUnstored: the last broken placeholder could not be stored
+	// (broken.go); logged once until one is.
+	brokenUnstored atomic.Bool
 
 	mu    sync.Mutex
 	ctx   context.Context
@@ -116,9 +120,12 @@ type managed struct {
 	// full output disk (Heartbeat.Paused).
 	paused map[int64]bool
 	// hosts: each connected placeholder's host; broken: the placeholders
-	// that said their node cannot run jobs (broken.go).
-	hosts  map[int64]string
-	broken []protocol.BrokenPlaceholder
+	// that said their node cannot run jobs (broken.go); saidBroken: the
+	// connected ones that said it, heard once a connection (each says it
+	// in every heartbeat while it drains).
+	hosts      map[int64]string
+	broken     []protocol.BrokenPlaceholder
+	saidBroken map[int64]bool
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -180,6 +187,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	broken := m.loadBroken(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx = ctx
@@ -197,6 +205,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		if err := m.startLocked(spec); err != nil {
 			m.log().Error("cannot start site", "site", spec.Name, "err", err)
+		}
+	}
+	for name, list := range broken {
+		if ms, ok := m.sites[name]; ok {
+			ms.broken = list
 		}
 	}
 	return nil
@@ -484,6 +497,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 		delete(ms.offered, id)
 		delete(ms.paused, id)
 		delete(ms.hosts, id)
+		delete(ms.saidBroken, id)
 	}
 }
 
@@ -523,6 +537,7 @@ func (m *Manager) localExited(site string, pid int) {
 				delete(ms.offered, id)
 				delete(ms.paused, id)
 				delete(ms.hosts, id)
+				delete(ms.saidBroken, id)
 			}
 		}
 	}

@@ -2,7 +2,8 @@
 // the sites they run at: who registered (identity, site, host, slots, out
 // dir, last seen), which are known to this run, which connections they are
 // on, the rows of those gone for good, the lease decisions (which attempts'
-// leases lapsed, whether the CLS itself stalled) and the sites' specs.
+// leases lapsed, whether the CLS itself stalled), the sites' specs and
+// the placeholders that said their node cannot run jobs (broken.go).
 //
 // The core calls it where the event happens (a registration, a connection
 // closed, a placeholder handed work or gone, the tick, open) and applies
@@ -28,9 +29,12 @@ var (
 	placeholdersFile string
 	//go:embed sites.sql
 	sitesFile string
+	//go:embed broken.sql
+	brokenFile string
 
 	placeholdersSQL = sqlfile.MustParse("placeholders.sql", placeholdersFile)
 	sitesSQL        = sqlfile.MustParse("sites.sql", sitesFile)
+	brokenSQL       = sqlfile.MustParse("broken.sql", brokenFile)
 )
 
 // Query returns the placeholders.sql query called name, for the core to
@@ -40,7 +44,7 @@ func Query(name string) string { return placeholdersSQL.Get(name) }
 // Queries are the module's SQL files by name, for the core's tests to
 // prepare against the schema.
 func Queries() map[string]sqlfile.Queries {
-	return map[string]sqlfile.Queries{"placeholders.sql": placeholdersSQL, "sites.sql": sitesSQL}
+	return map[string]sqlfile.Queries{"placeholders.sql": placeholdersSQL, "sites.sql": sitesSQL, "broken.sql": brokenSQL}
 }
 
 // Execer is the connection the module writes through: the core's writer

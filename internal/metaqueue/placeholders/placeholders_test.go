@@ -79,6 +79,8 @@ func newDB(t *testing.T) (*sql.DB, Stmts) {
 		"CREATE TABLE job_copies (job_id INTEGER, attempt INTEGER, placeholder_id INTEGER NOT NULL)",
 		"CREATE TABLE sites (name TEXT PRIMARY KEY, spec TEXT NOT NULL, created INTEGER NOT NULL)",
 		"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+		`CREATE TABLE broken_placeholders (placeholder_id INTEGER PRIMARY KEY, site TEXT NOT NULL, host TEXT NOT NULL,
+			why TEXT NOT NULL, at INTEGER NOT NULL)`,
 	} {
 		if _, err := db.Exec(ddl); err != nil {
 			t.Fatal(err)

@@ -51,7 +51,8 @@ func UpdateSite(ctx context.Context, ex Execer, spec protocol.SiteSpec) error {
 	return nil
 }
 
-// RemoveSite deletes a site; a site not stored is refused.
+// RemoveSite deletes a site, with its broken placeholders; a site not
+// stored is refused.
 func RemoveSite(ctx context.Context, ex Execer, name string) error {
 	res, err := ex.ExecContext(ctx, sitesSQL.Get("DeleteSite"), name)
 	if err != nil {
@@ -59,6 +60,9 @@ func RemoveSite(ctx context.Context, ex Execer, name string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return protocol.Errorf(protocol.CodeNotFound, "no site %s", name)
+	}
+	if _, err := ex.ExecContext(ctx, brokenSQL.Get("DeleteSiteBroken"), name); err != nil {
+		return batchfail.Store{Err: err}
 	}
 	return nil
 }

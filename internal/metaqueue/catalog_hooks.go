@@ -103,7 +103,8 @@ func (s *Store) catalogChanged(ch catalog.Change) error {
 		if a.New {
 			s.data.LocateNew(a.Path, dc.Loc{At: s.data.At(a.At.Site, a.At.Host), Size: a.Size})
 		}
-		s.dataMoved1(a.Path)
+		s.repl.Moved(a.Path) // the copy candidates reading it forget their local bytes
+		s.data.Changed()
 	}
 	if ch.Moved {
 		s.data.Gone(ch.Gone)

@@ -250,12 +250,6 @@ func (s *Store) dataMoved(fs []fileDecl) {
 	s.data.Changed()
 }
 
-// dataMoved1 is dataMoved for one path.
-func (s *Store) dataMoved1(path string) {
-	s.repl.Moved(path)
-	s.data.Changed()
-}
-
 // dataChanged bumps data.gen for a change that moved no file (the ready
 // set, the placeholders predicted).
 func (s *Store) dataChanged() { s.data.Changed() }

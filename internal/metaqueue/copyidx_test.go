@@ -275,7 +275,7 @@ func copyIndexModel(t *testing.T, seed uint64) {
 					d.Bump()
 				case 2: // moved, and said so
 					d.Locate(path, dc.Loc{At: d.At(site, ""), Size: int64(1 + rng.IntN(3)*1000)})
-					e.s.dataMoved1(path)
+					e.s.dataMoved([]fileDecl{{Path: path}})
 				default: // a replica of a file the catalog did not have
 					if added == files {
 						return nil

@@ -175,12 +175,6 @@ func (s *Store) runGone(id int64) {
 	}
 }
 
-// runOf finds the attempt of job id that placeholder ph runs, the job
-// row's own or a copy (nil if none).
-func (s *Store) runOf(id int64, attempt int, ph int64) *run {
-	return runs.Find(s.running[id], s.copyRuns[id], attempt, ph)
-}
-
 // lateReport keeps the CPU figures of a killed copy's report, which came
 // after another attempt won, charges it up to when it stopped and
 // releases its reservation; of a job deleted while executing, its output.

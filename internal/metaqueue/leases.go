@@ -50,7 +50,7 @@ func (s *Store) Heartbeat(ctx context.Context, hb protocol.Heartbeat) (protocol.
 func (s *Store) Holds(ctx context.Context, ph, id int64, attempt int) (bool, error) {
 	var ok bool
 	err := s.do(ctx, func() error {
-		ok = s.runOf(id, attempt, ph) != nil
+		ok = runs.Find(s.running[id], s.copyRuns[id], attempt, ph) != nil
 		return nil
 	})
 	return ok, err
@@ -80,8 +80,8 @@ func (s *Store) expire() error {
 			}
 			continue
 		}
-		if s.heldForSite(l, ru, now) {
-			continue
+		if s.reg.HoldLapsed(func() string { site, _ := s.siteName(l.Placeholder); return site }, ru.Lease.Add(-s.opt.Lease), now, s.opt.Lease, s.opt.PartitionGrace, s.log) {
+			continue // its site may be cut off: it may run on, and report
 		}
 		s.log.Warn(l.Warning(), "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
 		if err := s.attemptEnded(l.Job, j, ru, runs.Lost, protocol.Report{Finished: now, Reason: l.LostReason(s.opt.Lease)}); err != nil {
@@ -98,34 +98,9 @@ func (s *Store) expire() error {
 	return nil
 }
 
-// heldForSite says whether lease l of attempt ru, which lapsed, is held
-// at now because its placeholder's site was not up for a whole lease
-// since it was last heard (placeholders.Reach): the placeholder may be
-// running on behind a cut network, and report when it is back.
-func (s *Store) heldForSite(l placeholders.Lease, ru *run, now time.Time) bool {
-	site := func() (string, bool) {
-		name, err := s.siteName(l.Placeholder)
-		return name, err == nil && name != ""
-	}
-	hold, first, name := s.reg.HoldLapsed(site, ru.Lease.Add(-s.opt.Lease), now, s.opt.Lease, s.opt.PartitionGrace)
-	if first {
-		s.log.Warn("a site's placeholders fell silent and the site does not answer either: their jobs' leases are held until it is back, or for the partition grace",
-			"site", name, "grace", s.opt.PartitionGrace)
-	}
-	return hold
-}
-
 // SiteReached tells the store whether site, one a network can cut off
-// from the CLS (not a local one), answered (ok, at at) or not: the lapsed
-// leases of its silent placeholders are held while it does not, and for
-// a lease after it is back (heldForSite).
+// from the CLS (not a local one), answered a listing at at: its silent
+// placeholders' lapsed leases are held meanwhile (placeholders.Reach).
 func (s *Store) SiteReached(ctx context.Context, site string, at time.Time, ok bool) error {
-	return s.do(ctx, func() error {
-		if ok {
-			s.reg.SiteReached(site, at, s.opt.Lease)
-		} else {
-			s.reg.SiteLost(site)
-		}
-		return nil
-	})
+	return s.do(ctx, func() error { s.reg.SiteAnswered(site, at, ok, s.opt.Lease); return nil })
 }

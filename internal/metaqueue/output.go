@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mq-hpc/mq/internal/metaqueue/extents"
+	"github.com/mq-hpc/mq/internal/runs"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -29,7 +30,7 @@ func (s *Store) saveOutputs(ph int64, r protocol.Report, save func(context.Conte
 func (s *Store) OutputLost(ctx context.Context, placeholder, id int64, attempt int, why string) error {
 	why = protocol.ClipText(why, protocol.MaxReasonBytes)
 	return s.do(ctx, func() error {
-		if s.runOf(id, attempt, placeholder) == nil {
+		if runs.Find(s.running[id], s.copyRuns[id], attempt, placeholder) == nil {
 			return nil
 		}
 		if err := s.beginFresh(); err != nil {

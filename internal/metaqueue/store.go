@@ -57,11 +57,8 @@ type Options struct {
 	// Lease is how long a dispatched job stays with a placeholder without a
 	// heartbeat before it is requeued. Default 30 s.
 	Lease time.Duration
-	// PartitionGrace is how long past its placeholder's last heartbeat a
-	// lapsed lease is held while the placeholder's site has not been
-	// reached since the lapse (SiteReached; placeholders.Reach): a
-	// network cut, not a dead placeholder, may be why it is silent.
-	// 0: leases lapse as they run out.
+	// PartitionGrace bounds how long past its last heartbeat a lapsed
+	// lease is held while its site is cut off (SiteReached). 0: none.
 	PartitionGrace time.Duration
 	// Heartbeat is how often placeholders are told to renew. Default Lease/10,
 	// at most 1 s (it also bounds how fast mqdel kills a running job).

@@ -1,6 +1,9 @@
 package placeholders
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Reach is what the CLS knows of whether it can reach each site that a
 // network can cut off from it (an SSH site, whose batch system the site
@@ -88,25 +91,31 @@ func (r *Reach) Hold(site string, heard, now time.Time, lease, grace time.Durati
 	return true, first
 }
 
-// SiteReached notes that site, one a network can cut off, answered at at
-// (Reach).
-func (g *Registry) SiteReached(site string, at time.Time, lease time.Duration) {
-	g.reach.Reached(site, at, lease)
+// SiteAnswered notes whether site, one a network can cut off, answered a
+// listing (ok, at at) or not, with leases of length lease (Reach).
+func (g *Registry) SiteAnswered(site string, at time.Time, ok bool, lease time.Duration) {
+	if ok {
+		g.reach.Reached(site, at, lease)
+	} else {
+		g.reach.Lost(site)
+	}
 }
 
-// SiteLost notes that site did not answer (Reach).
-func (g *Registry) SiteLost(site string) { g.reach.Lost(site) }
-
-// HoldLapsed is Reach.Hold for a lapsed lease, asked only while some site
-// is watched (site then names the placeholder's).
-func (g *Registry) HoldLapsed(site func() (string, bool), heard, now time.Time, lease, grace time.Duration) (hold, first bool, name string) {
+// HoldLapsed is Reach.Hold for a lapsed lease of a placeholder of the
+// site that site names (asked only while some site is watched), logging
+// the first hold of a cut.
+func (g *Registry) HoldLapsed(site func() string, heard, now time.Time, lease, grace time.Duration, log *slog.Logger) bool {
 	if !g.reach.Watching() || grace <= 0 {
-		return false, false, ""
+		return false
 	}
-	name, ok := site()
-	if !ok {
-		return false, false, ""
+	name := site()
+	if name == "" {
+		return false
 	}
-	hold, first = g.reach.Hold(name, heard, now, lease, grace)
-	return hold, first, name
+	hold, first := g.reach.Hold(name, heard, now, lease, grace)
+	if first {
+		log.Warn("a site's placeholders fell silent and the site does not answer either: their jobs' leases are held until it is back, or for the partition grace",
+			"site", name, "grace", grace)
+	}
+	return hold
 }

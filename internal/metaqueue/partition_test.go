@@ -102,3 +102,19 @@ func (e *env) reached(site string, at time.Time, ok bool) {
 		e.t.Fatal(err)
 	}
 }
+
+// TestPartitionAcrossRestart: a CLS restarted while a site is cut off
+// (its first listing fails) holds the leases of the jobs it loaded there,
+// as the one before it did.
+func TestPartitionAcrossRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.PartitionGrace = time.Hour })
+	ph := e.register("far")
+	id := e.submit1("t", "sleep 1000")
+	e.next(ph, 1)
+	e.reopen()
+	e.reached("far", time.Time{}, false)
+	e.advance(5 * testLease)
+	e.mustBe(id, job.Executing)
+	e.check()
+}

@@ -48,10 +48,16 @@ func (r *Reach) Reached(site string, at time.Time, lease time.Duration) {
 }
 
 // Lost notes that site did not answer (its listing failed): it may be
-// cut off from the CLS.
+// cut off from the CLS. A site that has not answered yet is watched from
+// now: a CLS restarted during a cut holds the leases it loaded.
 func (r *Reach) Lost(site string) {
+	if r.sites == nil {
+		r.sites, r.held = map[string]*reached{}, map[string]bool{}
+	}
 	if s := r.sites[site]; s != nil {
 		s.down = true
+	} else {
+		r.sites[site] = &reached{down: true}
 	}
 }
 

@@ -27,16 +27,7 @@ func TestAgentStoppedPastLease(t *testing.T) {
 	goFile := filepath.Join(h.dir, "go")
 	id := h.submit("-o", "o.%j", "-e", "e.%j", "t",
 		fmt.Sprintf(`if [ "$MQ_ATTEMPT" = 1 ]; then echo $$ > %s; while [ ! -e %s ]; do sleep 0.05; done; fi; echo "out $MQ_ATTEMPT"; echo "err $MQ_ATTEMPT" >&2`, pidFile, goFile))
-	waitFile(t, pidFile, time.Minute)
-	job := readPid(t, pidFile)
-	st, ok := readStat(job)
-	if !ok {
-		t.Fatalf("job process %d is gone", job)
-	}
-	agent := st.ppid
-	if !strings.Contains(cmdline(agent), " agent ") {
-		t.Fatalf("the job's parent %d is not a placeholder: %q", agent, cmdline(agent))
-	}
+	job, agent := jobAgent(t, pidFile)
 	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +154,7 @@ func TestStoppedAgentCLSKilled(t *testing.T) {
 	id := h.submit("k", `echo $$ > pid.$MQ_JOB_ID; echo start $MQ_JOB_ID; while [ ! -e gate ]; do sleep 0.1; done; echo end $MQ_JOB_ID; echo err $MQ_JOB_ID >&2`)
 	h.waitState(id, "E", time.Minute)
 	pidFile := filepath.Join(h.dir, fmt.Sprintf("pid.%d", id))
-	waitFile(t, pidFile, time.Minute)
-	jobPid := readPid(t, pidFile)
-	st, ok := readStat(jobPid)
-	if !ok {
-		t.Fatalf("job process %d is gone", jobPid)
-	}
-	agent := st.ppid
-	if !strings.Contains(cmdline(agent), " agent ") {
-		t.Fatalf("the job's parent %d is not a placeholder: %q", agent, cmdline(agent))
-	}
+	jobPid, agent := jobAgent(t, pidFile)
 
 	hupFile := filepath.Join(h.dir, "hup.pid")
 	waitFile(t, hupFile, time.Minute)
@@ -213,4 +195,20 @@ func TestStoppedAgentCLSKilled(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// jobAgent waits for the pid a job's shell writes to pidFile, and returns
+// it with its parent's, the placeholder running it.
+func jobAgent(t *testing.T, pidFile string) (job, agent int) {
+	t.Helper()
+	waitFile(t, pidFile, time.Minute)
+	job = readPid(t, pidFile)
+	st, ok := readStat(job)
+	if !ok {
+		t.Fatalf("job process %d is gone", job)
+	}
+	if !strings.Contains(cmdline(st.ppid), " agent ") {
+		t.Fatalf("the job's parent %d is not a placeholder: %q", st.ppid, cmdline(st.ppid))
+	}
+	return job, st.ppid
 }

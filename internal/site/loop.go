@@ -93,7 +93,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	}
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	asked := m.now() // the site answered after this: when it was reached, at the latest
+	asked := m.now() // an answer comes after this: told as when the site was reached, to be safe
 	ps, err := ms.site.List(tctx)
 	if rs, ok := m.Store.(reachStore); ok && w.spec.Type != Local && ctx.Err() == nil {
 		if err := rs.SiteReached(ctx, w.spec.Name, asked, err == nil); err != nil {

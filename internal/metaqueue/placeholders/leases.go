@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/runs"
+	"github.com/mq-hpc/mq/internal/suspend"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -129,21 +130,33 @@ func (l Lease) LostReason(lease time.Duration) string {
 // lease/2 - heartbeat left after it (0.4 leases or more at the default
 // heartbeat): time for the heartbeats that waited to be read. A longer gap
 // is the CLS's own stall (the process was stopped, starved, or held by a
-// long batch), during which it could not have read a heartbeat either.
+// long batch, or its host suspended), during which it could not have read
+// a heartbeat either.
 func StallAfter(lease, tick time.Duration) time.Duration {
 	return max(lease/2, 3*tick)
 }
 
 // Checked notes that leases are fresh at now (the store opened).
-func (g *Registry) Checked(now time.Time) { g.checked = now }
+func (g *Registry) Checked(now time.Time) { g.checked, g.slept = now, g.suspendedNow() }
 
 // Stalled notes a lease check at now and says whether the gap since the
 // last one is longer than after: the placeholders' silence was then the
-// CLS's own, and every lease is to be renewed.
+// CLS's own, and every lease is to be renewed. The gap counts the time
+// the host spent suspended meanwhile, which now's monotonic reading
+// does not: leases compared by it would not have lapsed, but the
+// placeholders' heartbeats went unread all that time.
 func (g *Registry) Stalled(now time.Time, after time.Duration) (gap time.Duration, stalled bool) {
-	gap = now.Sub(g.checked)
-	g.checked = now
+	slept := g.suspendedNow()
+	gap = now.Sub(g.checked) + slept - g.slept
+	g.checked, g.slept = now, slept
 	return gap, gap > after
+}
+
+func (g *Registry) suspendedNow() time.Duration {
+	if g.suspended == nil {
+		return suspend.Total()
+	}
+	return g.suspended()
 }
 
 // NoticeStall notes a lease check at now, with leases of length lease

@@ -172,6 +172,51 @@ func TestNoticeStall(t *testing.T) {
 	}
 }
 
+// TestStallCountsSuspend: a suspend of the CLS's host (its monotonic
+// clock, and so the store's now, stopped meanwhile) is a stall of the CLS
+// as much as the process being stopped: past StallAfter, alone or with the
+// time it ran, every lease is renewed from now.
+func TestStallCountsSuspend(t *testing.T) {
+	const lease, tick = 30 * time.Second, 100 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name           string
+		ran, suspended time.Duration
+		stalled        bool
+	}{
+		{"ran a tick", tick, 0, false},
+		{"suspended under half the lease", tick, 15*time.Second - tick, false},
+		{"suspended past half the lease", tick, 15 * time.Second, true},
+		{"suspended past the lease", tick, time.Hour, true},
+		{"ran and suspended past half the lease", 10 * time.Second, 5*time.Second + 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slept := 3 * time.Hour // suspended before too
+			g := Registry{suspended: func() time.Duration { return slept }}
+			g.Checked(t0)
+			rows, cs := attempts(t0.Add(lease))
+			slept += tc.suspended
+			now := t0.Add(tc.ran)
+			gap, stalled := g.NoticeStall(now, lease, tick, rows, cs)
+			if want := tc.ran + tc.suspended; gap != want || stalled != tc.stalled {
+				t.Fatalf("ran %v, suspended %v: NoticeStall = %v, %v; want %v, %v", tc.ran, tc.suspended, gap, stalled, want, tc.stalled)
+			}
+			want := t0.Add(lease)
+			if tc.stalled {
+				want = now.Add(lease)
+			}
+			for id, r := range runs.All(rows, cs) {
+				if !r.Lease.Equal(want) {
+					t.Errorf("job %d attempt %d: lease %v, want %v", id, r.Attempt, r.Lease, want)
+				}
+			}
+			if _, again := g.Stalled(now.Add(tick), StallAfter(lease, tick)); again {
+				t.Error("stalled again a tick later")
+			}
+		})
+	}
+}
+
 func TestRunningOn(t *testing.T) {
 	rows, cs := attempts(time.Unix(1000, 0))
 	for _, tc := range []struct {

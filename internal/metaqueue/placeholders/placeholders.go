@@ -80,6 +80,10 @@ type Registry struct {
 	fresh   map[int64]time.Time // registered in this run and never handed work: when last seen on a connection (zero: on one now)
 	swept   time.Time
 	checked time.Time // when leases were last checked (Stalled)
+	// slept is the time the host had spent suspended then, as suspended
+	// (suspend.Total unless a test's) reads it.
+	slept     time.Duration
+	suspended func() time.Duration
 	// starts are the attempts placeholders said they started while the
 	// database had no room to record it, by placeholder, until a
 	// heartbeat with room (Started); kept is how many.

@@ -7,7 +7,10 @@
 // appended to the newer attempt's output.
 //
 // A Watch tells such a freeze by the gap between its looks (Run looks
-// often, a heartbeat before it is sent, each write before it writes).
+// often, a heartbeat before it is sent, each write before it writes),
+// measured on the host's boot clock: a suspend of the host (a laptop's
+// lid, a VM saved to disk) is a freeze too, though Go's monotonic clock
+// does not count it.
 // After one, writes are kept (Held) until a heartbeat sent after the
 // freeze is answered: the answer says which attempts are no longer the
 // placeholder's (Settle), and their writes are dropped; the others' are
@@ -26,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/suspend"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -35,7 +39,7 @@ var ErrLost = errors.New("its placeholder was stopped past its lease and the job
 
 // Watch tells a freeze and waits for the CLS's verdict on it.
 type Watch struct {
-	now func() time.Time // monotonic readings
+	now func() time.Time // boot clock readings (bootNow)
 
 	mu sync.Mutex
 	// gap: a longer one between looks is a freeze (0: never); bound: how
@@ -49,13 +53,18 @@ type Watch struct {
 }
 
 // New returns a Watch that tells no freeze until SetLease; now is
-// time.Now unless a test's.
+// bootNow unless a test's.
 func New(now func() time.Time) *Watch {
 	if now == nil {
-		now = time.Now
+		now = bootNow
 	}
 	return &Watch{now: now, last: now(), answered: make(chan struct{}), dropped: map[protocol.JobRef]bool{}}
 }
+
+// bootNow reads the host's boot clock: time.Now moved on by the time the
+// host spent suspended, which its monotonic reading does not count. A
+// test's fake host replaces it.
+var bootNow = func() time.Time { return time.Now().Add(suspend.Total()) }
 
 // SetLease sets the CLS's lease: a gap between looks of half of it is a
 // freeze (the CLS requeues after a whole one without renewal, and the

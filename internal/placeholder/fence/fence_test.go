@@ -271,3 +271,89 @@ func TestHeldSharedVerdict(t *testing.T) {
 		t.Errorf("the killed attempt wrote %q", out.String())
 	}
 }
+
+// host is a fake host's clocks: its monotonic clock runs while it runs;
+// its boot clock runs while it runs or is suspended.
+type host struct {
+	mu        sync.Mutex
+	mono      time.Time
+	suspended time.Duration
+}
+
+func (h *host) boot() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mono.Add(h.suspended)
+}
+
+func (h *host) pass(ran, suspended time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mono = h.mono.Add(ran)
+	h.suspended += suspended
+}
+
+// TestSuspendIsFreeze: a Watch with the host's own clock (New(nil)) tells
+// a freeze by the boot clock, so a suspend of the host (its monotonic
+// clock stopped) longer than half the lease is one, alone or with the
+// time it ran.
+func TestSuspendIsFreeze(t *testing.T) {
+	const lease = time.Hour
+	saved := bootNow
+	t.Cleanup(func() { bootNow = saved })
+	for _, tc := range []struct {
+		name           string
+		ran, suspended time.Duration
+		freeze         bool
+	}{
+		{"ran under half the lease", 29 * time.Minute, 0, false},
+		{"ran past half the lease", 31 * time.Minute, 0, true},
+		{"suspended under half the lease", 0, 29 * time.Minute, false},
+		{"suspended past half the lease", 0, 31 * time.Minute, true},
+		{"suspended past the lease", 0, 2 * lease, true},
+		{"ran and suspended past half the lease", 16 * time.Minute, 15 * time.Minute, true},
+		{"ran and suspended under half the lease", 14 * time.Minute, 15 * time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{mono: time.Unix(0, 0), suspended: 3 * time.Hour} // suspended before too
+			bootNow = h.boot
+			w := New(nil)
+			w.SetLease(lease)
+			ref := protocol.JobRef{ID: 1, Attempt: 1}
+			before := w.Look()
+			h.pass(tc.ran, tc.suspended)
+			seen := w.Look()
+			if got := seen > before; got != tc.freeze {
+				t.Fatalf("ran %v, suspended %v: freeze told %v, want %v", tc.ran, tc.suspended, got, tc.freeze)
+			}
+			if !tc.freeze {
+				if !w.Pass(ref) {
+					t.Error("a write was dropped with no freeze")
+				}
+				return
+			}
+			// As after any freeze: writes wait for the answer to a
+			// heartbeat sent after it, and the attempt it kills is
+			// dropped.
+			a := passing(w, ref)
+			select {
+			case <-a:
+				t.Fatal("a write after the suspend went on before the answer")
+			case <-time.After(100 * time.Millisecond):
+			}
+			w.Settle(seen, []protocol.JobRef{ref})
+			if <-a {
+				t.Error("the attempt the answer killed wrote on")
+			}
+		})
+	}
+}
+
+// TestBootNow: the host's boot clock runs with time.Now (no freeze is
+// told of a placeholder that runs).
+func TestBootNow(t *testing.T) {
+	a, b := bootNow(), bootNow()
+	if d := b.Sub(a); d < 0 || d > time.Minute {
+		t.Errorf("two readings of the boot clock %v apart", d)
+	}
+}

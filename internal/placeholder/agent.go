@@ -9,6 +9,7 @@ package placeholder
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -195,6 +196,10 @@ type Agent struct {
 	filesAsked atomic.Bool
 	// liveKick wakes the live shipper when a job is followed anew (live.go).
 	liveKick chan struct{}
+	// lostCLS: a heartbeat found the CLS unreachable past Config.Reconnect
+	// (loseCLS); lostKick wakes the work loop to drain.
+	lostCLS  atomic.Pointer[error]
+	lostKick chan struct{}
 	// sweep kills what attempts that ended left running.
 	sweep *sweep.Sweeper
 
@@ -252,7 +257,7 @@ func New(cfg Config) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), statfs: diskroom.Dir,
+	a := &Agent{cfg: cfg, log: cfg.Log, running: map[int64]*proc{}, held: map[int64]protocol.JobRef{}, hbEvery: time.Second, liveKick: make(chan struct{}, 1), lostKick: make(chan struct{}, 1), statfs: diskroom.Dir,
 		churn: backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}, lineage: rand.Text()[:12]}
 	a.sweep = sweep.New(a.log)
 	a.wall = time.Now
@@ -424,6 +429,9 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}, &reply)
 			if err == nil && broken != "" {
 				a.saidBroken.Store(true)
+			}
+			if errors.As(err, new(unreachable)) {
+				a.loseCLS(err)
 			}
 			if err == nil {
 				saidPaused = paused

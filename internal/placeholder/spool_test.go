@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -53,14 +55,21 @@ func unreachableCLS(c *cls, clock *fakeClock, down *atomic.Bool) func(ctx contex
 // when it next serves the site, and checks it held one report.
 func deliverOnce(t *testing.T, c *cls, a *Agent, out string) {
 	t.Helper()
+	deliver(t, c, a, out, 1)
+}
+
+// deliver applies what the agent spooled in out as its CLS would when it
+// next serves the site, and checks it held want reports.
+func deliver(t *testing.T, c *cls, a *Agent, out string, want int) {
+	t.Helper()
 	n, err := spool.Deliver(spool.OS{}, filepath.Join(out, spool.Dir), os.Getuid(), func(f spool.File) error {
 		if f.Placeholder != a.ID() {
 			t.Errorf("spooled for placeholder %d, not %d", f.Placeholder, a.ID())
 		}
 		return c.store.ReportBatch(context.Background(), protocol.ReportBatch{Placeholder: f.Placeholder, Reports: f.Reports})
 	}, slog.New(slog.DiscardHandler))
-	if err != nil || n != 1 {
-		t.Fatalf("Deliver: %d reports, %v; want the job's one", n, err)
+	if err != nil || n != want {
+		t.Fatalf("Deliver: %d reports, %v; want %d", n, err, want)
 	}
 }
 
@@ -251,4 +260,121 @@ func TestAgentOutputWhileDialHangs(t *testing.T) {
 	if err != nil || d.OutputLost != "" {
 		t.Fatalf("job %+v, %v: output lost", d, err)
 	}
+}
+
+// heldAgent is an agent at one slot that runs a job (first: until the
+// file release appears in dir) and holds another fetched ahead (held: it
+// appends to dir/held.txt), with a CLS that goes away for good once down
+// is set.
+type heldAgent struct {
+	c           *cls
+	a           *Agent
+	out, dir    string
+	down        atomic.Bool
+	log         lockedLog
+	done        chan error
+	first, held int64
+}
+
+func startHeldAgent(t *testing.T) *heldAgent {
+	t.Helper()
+	h := &heldAgent{c: newCLSLease(t, time.Hour), dir: t.TempDir(), done: make(chan error, 1)}
+	clock := &fakeClock{now: time.Now()}
+	cfg := agentConfig(t, 1)
+	// A wide window: jobs of seconds count as short, so the agent fetches
+	// ahead, and a held job is not given back for waiting long, even by
+	// the clock the failed dials move.
+	cfg.Dial, cfg.Now, cfg.Reconnect, cfg.prefetchWindow = unreachableCLS(h.c, clock, &h.down), clock.Now, 10*time.Minute, time.Hour
+	cfg.Log = slog.New(slog.NewTextHandler(&h.log, nil))
+	h.a, h.out = New(cfg), cfg.OutDir
+	warm := h.c.submit(slices.Repeat([]protocol.JobSpec{{Target: "warm", Command: "true", Cwd: h.dir}}, 20)...)
+	go func() { h.done <- h.a.Run(context.Background()) }()
+	h.c.wait(warm...)
+	both := h.c.submit(protocol.JobSpec{Target: "first", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: h.dir},
+		protocol.JobSpec{Target: "held", Command: "echo ran >> held.txt", Cwd: h.dir})
+	h.first, h.held = both[0], both[1]
+	waitState(t, h.c, "the first job running, the other held", func(st map[int64]string) bool {
+		return st[h.first] == "E" && st[h.held] == "P" && exists(filepath.Join(h.dir, "started"))
+	}, h.first, h.held)
+	return h
+}
+
+// handedBack checks that the agent, its first job released, gave up on
+// its CLS without starting the held job, and spooled both jobs' reports.
+// Applied, they end the first job Done in one attempt and requeue the
+// held one, its attempt not counted (listed handed back unstarted), for
+// another agent to run.
+func (h *heldAgent) handedBack(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-h.done:
+		if err == nil || !strings.Contains(err.Error(), "unreachable for 10m0s") {
+			t.Fatalf("Run: %v, want the CLS unreachable for 10m0s", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not end once its job did")
+	}
+	if exists(filepath.Join(h.dir, "held.txt")) {
+		t.Fatal("the held job started after the agent gave up on its CLS")
+	}
+	deliver(t, h.c, h.a, h.out, 2)
+	ranOnce(t, h.c, h.first, h.dir)
+	d, err := h.c.store.Inspect().Job(context.Background(), h.held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Q" || len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+		t.Fatalf("held job: state %s, history %+v, unstarted %+v; want Q, attempt 1 handed back unstarted, no history", d.State, d.History, d.Unstarted)
+	}
+	startAgent(t, h.c, 1)
+	if e := h.c.wait(h.held)[h.held]; e.State != "D" {
+		t.Fatalf("held job ended %+v", e)
+	}
+	if d, err := h.c.store.Inspect().Job(context.Background(), h.held); err != nil || d.Attempts != 2 || len(d.History) != 0 {
+		t.Fatalf("held job %+v, %v: want it run on attempt 2, no attempt counted", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.dir, "held.txt")); string(b) != "ran\n" {
+		t.Fatalf("held.txt = %q: the held job ran other than once", b)
+	}
+}
+
+// TestAgentHandsBackHeldWhenUnreachable: an agent runs a job and holds
+// another fetched ahead when its CLS goes away, and stays away past
+// Reconnect (found by the running job's heartbeats: no poll is out while
+// every slot is busy and a job is held). The agent takes no more work,
+// lets the running job end and hands the held one back unstarted, in the
+// spool with the other's report (handedBack). (The heartbeats' finding
+// was ignored: the agent started the held job when the first ended, its
+// CLS gone, and gave up only when a poll failed in turn.)
+func TestAgentHandsBackHeldWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	h := startHeldAgent(t)
+	h.down.Store(true)
+	h.c.cut()
+	waitUntil(t, time.Minute, func() error {
+		if !strings.Contains(h.log.String(), "taking no more jobs; the running ones go on") {
+			return fmt.Errorf("the agent did not give up on its CLS and drain:\n%s", h.log.String())
+		}
+		return nil
+	})
+	h.handedBack(t)
+}
+
+// TestAgentHandsBackHeldOnAbort: the running job ends just as a heartbeat
+// finds the CLS gone, before the work loop wakes to it (set here without
+// waking it): the held job does not start, and with nothing left running
+// the agent stops at once (decide's abort). The held job goes to the
+// spool handed back, as when the agent drains (handedBack). (It was
+// dropped: its lease would lapse, an attempt counted as lost.)
+func TestAgentHandsBackHeldOnAbort(t *testing.T) {
+	t.Parallel()
+	h := startHeldAgent(t)
+	h.down.Store(true)
+	h.c.cut()
+	err := error(unreachable{errors.New("the CLS has been unreachable for 10m0s")})
+	h.a.lostCLS.Store(&err)
+	h.handedBack(t)
 }

@@ -76,6 +76,30 @@ func (a *Agent) giveBack(hs []heldJob) []protocol.Report {
 	return out
 }
 
+// loseCLS records that a heartbeat found the CLS unreachable past
+// Config.Reconnect (err): the agent gives up on it as when a poll finds it
+// so. No poll need be out then (every slot busy, the jobs fetched ahead
+// held), and the held jobs must not start once the agent knows: their
+// reports could reach the CLS only through the spool, after their leases
+// may have lapsed. The work loop gives them back instead (noticeLost).
+func (a *Agent) loseCLS(err error) {
+	if a.lostCLS.CompareAndSwap(nil, &err) {
+		select {
+		case a.lostKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// noticeLost takes a heartbeat's finding that the CLS stayed unreachable
+// (Agent.loseCLS) as a failed poll's: decide drains the agent, giving
+// back the held jobs.
+func (w *workLoop) noticeLost() {
+	if p := w.a.lostCLS.Load(); p != nil && w.nextErr == nil && !w.exiting {
+		w.nextErr = *p
+	}
+}
+
 // loopState is what the work loop's next move depends on: a snapshot taken
 // at the top of each round.
 type loopState struct {
@@ -423,9 +447,12 @@ func (w *workLoop) startHeld() {
 	w.held = keep
 }
 
-// stopped says no job may start now: the output disk is full, or the
-// node cannot run jobs (Agent.markBroken).
-func (w *workLoop) stopped() bool { return w.diskIsFull || w.a.broken.Load() != nil }
+// stopped says no job may start now: the output disk is full, the node
+// cannot run jobs (Agent.markBroken), or the agent gave up on its CLS
+// (Agent.loseCLS; the work loop may not have seen it yet).
+func (w *workLoop) stopped() bool {
+	return w.diskIsFull || w.a.broken.Load() != nil || w.a.lostCLS.Load() != nil
+}
 
 // unitEnded frees what a unit held and takes its report.
 func (w *workLoop) unitEnded(e endedUnit) {
@@ -634,9 +661,14 @@ func (a *Agent) work(ctx context.Context) error {
 	defer tick.Stop()
 	stopped := ctx.Done()
 	for {
+		w.noticeLost()
 		m := decide(w.state())
 		w.exiting = m.Exiting
 		if m.Abort {
+			// The held jobs go back with the reports, to the spool if
+			// the CLS never takes them: requeued unstarted, not lapsed.
+			w.reports = append(w.reports, a.giveBack(w.held)...)
+			w.held = nil
 			a.killAll(protocol.ReasonInterrupted)
 			return w.nextErr
 		}
@@ -695,6 +727,7 @@ func (a *Agent) work(ctx context.Context) error {
 			w.onPoll(p)
 		case <-tick.C:
 			w.onTick()
+		case <-a.lostKick: // noticeLost, at the top
 		case <-stopped:
 			stopped = nil // closed for good: selecting it again would spin while jobs and reports finish; decide sees ctx ended
 		}

@@ -99,8 +99,9 @@ func (s *Store) expire() error {
 }
 
 // SiteReached tells the store whether site, one a network can cut off
-// from the CLS (not a local one), answered a listing at at: its silent
-// placeholders' lapsed leases are held meanwhile (placeholders.Reach).
-func (s *Store) SiteReached(ctx context.Context, site string, at time.Time, ok bool) error {
-	return s.do(ctx, func() error { s.reg.SiteAnswered(site, at, ok, s.opt.Lease); return nil })
+// from the CLS (not a local one), answered a listing asked for at asked
+// (ok, by answered): its silent placeholders' lapsed leases are held
+// meanwhile (placeholders.Reach).
+func (s *Store) SiteReached(ctx context.Context, site string, asked, answered time.Time, ok bool) error {
+	return s.do(ctx, func() error { s.reg.SiteAnswered(site, asked, answered, ok, s.opt.Lease); return nil })
 }

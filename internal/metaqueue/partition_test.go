@@ -98,7 +98,7 @@ func TestPartitionHeldJobReports(t *testing.T) {
 // manager does after each listing of its batch system.
 func (e *env) reached(site string, at time.Time, ok bool) {
 	e.t.Helper()
-	if err := e.s.SiteReached(context.Background(), site, at, ok); err != nil {
+	if err := e.s.SiteReached(context.Background(), site, at, at, ok); err != nil {
 		e.t.Fatal(err)
 	}
 }

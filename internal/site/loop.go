@@ -93,10 +93,10 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	}
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	asked := m.now() // an answer comes after this: told as when the site was reached, to be safe
+	asked := m.now()
 	ps, err := ms.site.List(tctx)
 	if rs, ok := m.Store.(reachStore); ok && w.spec.Type != Local && ctx.Err() == nil {
-		if err := rs.SiteReached(ctx, w.spec.Name, asked, err == nil); err != nil {
+		if err := rs.SiteReached(ctx, w.spec.Name, asked, m.now(), err == nil); err != nil {
 			return fmt.Errorf("metaqueue: %w", err)
 		}
 	}
@@ -156,6 +156,12 @@ type siteActions struct {
 	submit   int           // placeholders to submit
 }
 
+// idleAfter is how long after a placeholder disconnected a site with none
+// left is still listed at every poll: a dead placeholder's jobs are
+// requeued once a listing answers after their leases lapsed (the site is
+// then not cut off), which an idle site's listing every 30 s would delay.
+const idleAfter = 2 * time.Minute
+
 // workFor observes the work the metaqueue has for the site.
 func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
 	m.mu.Lock()
@@ -164,7 +170,8 @@ func (m *Manager) workFor(ctx context.Context, ms *managed) (siteWork, error) {
 	for id := range ms.connected {
 		phs = append(phs, id)
 	}
-	w.idle = len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !w.spec.Embedded
+	w.idle = len(ms.known) == 0 && ms.state != StateDegraded && ms.state != StateStarting && !w.spec.Embedded &&
+		m.now().Sub(ms.lastGone) > idleAfter
 	elsewhere := m.elsewhereLocked(ms)
 	m.mu.Unlock()
 	// Count far enough to see this site's share beyond what other sites take.
@@ -205,7 +212,7 @@ type shapedStore interface {
 // placeholders, silent behind a cut, are held while it does not, for a
 // while.
 type reachStore interface {
-	SiteReached(ctx context.Context, site string, at time.Time, ok bool) error
+	SiteReached(ctx context.Context, site string, asked, answered time.Time, ok bool) error
 }
 
 // observeLocked brings the site's placeholders up to date with the batch

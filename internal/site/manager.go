@@ -126,6 +126,10 @@ type managed struct {
 	hosts      map[int64]string
 	broken     []protocol.BrokenPlaceholder
 	saidBroken map[int64]bool
+	// lastGone is when a placeholder last disconnected: its jobs' leases
+	// lapse only once a listing answers after them (Store.SiteReached),
+	// so the site is listed at every poll for a while (idleAfter).
+	lastGone time.Time
 	// stall says why the site is degraded after placeholders ran without
 	// connecting (NeverConnected); "" once one connects.
 	stall string
@@ -491,6 +495,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 			m.log().Info("a placeholder connected; the site is no longer stalled", "site", ms.spec.Name, "batch", reg.Batch)
 		}
 	} else {
+		ms.lastGone = m.now()
 		delete(ms.connected, id)
 		delete(ms.connBatch, id)
 		delete(ms.given, id)

@@ -19,7 +19,7 @@ type reachingStore struct {
 	lost    map[string]int
 }
 
-func (s *reachingStore) SiteReached(_ context.Context, site string, at time.Time, ok bool) error {
+func (s *reachingStore) SiteReached(_ context.Context, site string, at, _ time.Time, ok bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ok {
@@ -94,4 +94,24 @@ func listed(f *fakeSite) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lists
+}
+
+// TestListsAfterPlaceholderGone: a site with no work and no placeholder
+// is listed seldom (every 30 s), but for a while after a placeholder
+// disconnected it is listed at every poll: that placeholder's jobs are
+// requeued once a listing answers after their leases lapsed.
+func TestListsAfterPlaceholderGone(t *testing.T) {
+	remote := &fakeSite{jobs: map[string]batch.State{}}
+	st := &reachingStore{fakeStore: &fakeStore{}, reached: map[string][]time.Time{}, lost: map[string]int{}}
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return remote, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "far", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "far listed once", func() bool { return listed(remote) > 0 })
+	reg := protocol.Register{Site: "far", Host: "n1"}
+	m.Placeholder(7, reg, true)
+	m.Placeholder(7, reg, false)
+	n := listed(remote)
+	eventually(t, "far listed at every poll after its placeholder left", func() bool { return listed(remote) > n+5 })
 }

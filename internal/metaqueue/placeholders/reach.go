@@ -26,10 +26,8 @@ type reached struct {
 	down        bool
 }
 
-// Reached notes that site answered at at. An answer more than a lease
-// after the one before it counts as the site coming back: a listing
-// that hung through a cut and then answered told no failure.
-func (r *Reach) Reached(site string, at time.Time, lease time.Duration) {
+// Reached notes that site answered at at.
+func (r *Reach) Reached(site string, at time.Time) {
 	if r.sites == nil {
 		r.sites, r.held = map[string]*reached{}, map[string]bool{}
 	}
@@ -38,7 +36,7 @@ func (r *Reach) Reached(site string, at time.Time, lease time.Duration) {
 		s = &reached{at: at, upSince: at}
 		r.sites[site] = s
 	}
-	if s.down || at.Sub(s.at) > lease {
+	if s.down {
 		s.down, s.upSince = false, at
 		delete(r.held, site)
 	}
@@ -98,12 +96,18 @@ func (r *Reach) Hold(site string, heard, now time.Time, lease, grace time.Durati
 }
 
 // SiteAnswered notes whether site, one a network can cut off, answered a
-// listing (ok, at at) or not, with leases of length lease (Reach).
-func (g *Registry) SiteAnswered(site string, at time.Time, ok bool, lease time.Duration) {
-	if ok {
-		g.reach.Reached(site, at, lease)
-	} else {
+// listing asked for at asked (ok, at answered) or not (Reach). A listing
+// that took longer than a lease may have hung through a cut and answered
+// once it healed: the site counts as back at answered, not up all along.
+func (g *Registry) SiteAnswered(site string, asked, answered time.Time, ok bool, lease time.Duration) {
+	switch {
+	case !ok:
 		g.reach.Lost(site)
+	case answered.Sub(asked) > lease:
+		g.reach.Lost(site)
+		g.reach.Reached(site, answered)
+	default:
+		g.reach.Reached(site, asked) // it answered after this, at the latest when asked for
 	}
 }
 

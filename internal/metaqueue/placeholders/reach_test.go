@@ -1,6 +1,7 @@
 package placeholders
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -31,8 +32,8 @@ func TestReachHold(t *testing.T) {
 			lapsed.Add(time.Minute + lease - time.Second), grace, true},
 		{"back a lease ago and answered since: lapses", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}, {at: lapsed.Add(time.Minute)}, {at: lapsed.Add(time.Minute + lease)}},
 			lapsed.Add(time.Minute + lease), grace, false},
-		{"an answer after a silence longer than a lease is a return: held", "far", []event{{at: t0.Add(-time.Second)}, {at: lapsed.Add(time.Second)}},
-			lapsed.Add(2 * time.Second), grace, true},
+		{"answers far apart (a site with no placeholders left is listed seldom): lapses", "far", []event{{at: t0.Add(-time.Second)}, {at: lapsed.Add(time.Second)}},
+			lapsed.Add(2 * time.Second), grace, false},
 		{"no grace: never held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed, 0, false},
 	}
 	for _, tc := range tests {
@@ -42,7 +43,7 @@ func TestReachHold(t *testing.T) {
 				if e.lost {
 					r.Lost("far")
 				} else {
-					r.Reached("far", e.at, lease)
+					r.Reached("far", e.at)
 				}
 			}
 			if got, _ := r.Hold(tc.site, heard, tc.now, lease, tc.grace); got != tc.want {
@@ -64,7 +65,7 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 		t.Fatal("a site that failed its first listing does not hold")
 	}
 	r.Forget("near")
-	r.Reached("far", t0, lease)
+	r.Reached("far", t0)
 	r.Lost("far")
 	now := t0.Add(2 * lease)
 	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || !first {
@@ -73,7 +74,7 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 	if hold, first := r.Hold("far", t0, now, lease, time.Hour); !hold || first {
 		t.Fatalf("second hold = %v, %v: one log line per cut", hold, first)
 	}
-	r.Reached("far", now, lease)
+	r.Reached("far", now)
 	r.Lost("far")
 	if _, first := r.Hold("far", t0, now, lease, time.Hour); !first {
 		t.Error("a hold in a new cut is not told")
@@ -84,5 +85,35 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 	}
 	if hold, _ := r.Hold("far", t0, now, lease, time.Hour); hold {
 		t.Error("a removed site's lease is held")
+	}
+}
+
+// TestSiteAnsweredSlowListing: a listing that took longer than a lease
+// may have hung through a cut and answered once it healed: the site counts
+// as back when it answered, and its placeholders get a lease from then.
+func TestSiteAnsweredSlowListing(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const lease, grace = 30 * time.Second, time.Hour
+	for _, tc := range []struct {
+		name string
+		took time.Duration
+		want bool // held a lease after the answer, less a second
+	}{
+		{"quick: up all along", time.Second, false},
+		{"longer than a lease: back when it answered", 2 * lease, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g Registry
+			g.SiteAnswered("far", t0.Add(-time.Minute), t0.Add(-time.Minute), true, lease)
+			asked := t0.Add(lease) // the placeholder, last heard at t0, lapses now
+			answered := asked.Add(tc.took)
+			g.SiteAnswered("far", asked, answered, true, lease)
+			g.SiteAnswered("far", answered.Add(lease), answered.Add(lease), true, lease)
+			now := answered.Add(lease - time.Second)
+			hold := g.HoldLapsed(func() string { return "far" }, t0, now, lease, grace, slog.New(slog.DiscardHandler))
+			if hold != tc.want {
+				t.Errorf("held %v, want %v", hold, tc.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -121,5 +122,23 @@ func TestPBSInjection(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A value wrapped onto many continuation lines is kept bounded as it is
+// read: joining each line onto all the lines before copied the value
+// over and over (a megabyte of qstat took gigabytes).
+func TestPBSLongValueBounded(t *testing.T) {
+	out := "mq-owner=u\nJob Id: 1.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = x\n" +
+		strings.Repeat("\t"+strings.Repeat("a", 19)+"\n", 50000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ps, err := PBS{}.ParseList([]byte(out), "mq-rec")
+	runtime.ReadMemStats(&after)
+	if err != nil || len(ps) != 1 || len(ps[0].Why) > 203 {
+		t.Fatalf("%d bytes of comment: %v, %v", len(out), ps, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("reading %d bytes allocated %d", len(out), n)
 	}
 }

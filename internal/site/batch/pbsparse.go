@@ -269,7 +269,7 @@ func pbsText(out []byte) (map[string]pbsJob, error) {
 			// Before the first job (a header), or between jobs.
 			last = ""
 		case strings.HasPrefix(line, "\t"):
-			if f := j.field(last); f != nil && !j.bad {
+			if f := j.field(last); f != nil && !j.bad && len(*f) < pbsMaxValue {
 				*f = truncate(*f+strings.TrimRight(line[1:], " \t"), pbsMaxValue)
 			}
 		case strings.HasPrefix(line, "    ") && line[4] != ' ' && line[4] != '\t':

@@ -194,6 +194,10 @@ func TestParseListRefusesGarbage(t *testing.T) {
 		{Slurm{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
 		{Slurm{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
 		{Slurm{}, "1|WEIRD|x|y|n\n"},
+		// Ids go to scancel and qdel: one that reads as an option, or a
+		// number longer than any, is not a job's.
+		{Slurm{}, "--help|RUNNING|2026-11-22T06:00:58|N/A|None|n\n"},
+		{SGE{}, "<job_info><queue_info><job_list><JB_job_number>123456789012345678901</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
 		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}"},
 		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}"},
 		{PBS{}, "mq-owner=u\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n"},

@@ -60,37 +60,56 @@ func (PBS) ParseSubmit(out []byte) (string, error) {
 }
 
 // ListCommand lists every job in full as JSON (PBS Pro 18 and later),
-// after a line naming the login user (pbsOwnerMark). qstat -f can select
-// neither by name nor by owner, and it lists every user's jobs (OpenPBS's
-// default query_other_jobs = True), so ParseList keeps the user's jobs of
-// the name: another user of the cluster, who sees our placeholders' name
-// in qstat, could otherwise submit jobs of that name for the CLS to take
-// for its own, as placeholders queued (it then submits no more) or
-// running that never connect (the site is then degraded).
-func (PBS) ListCommand(string) string {
-	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)"; qstat -f -F json`
+// after a line naming the login user (pbsOwnerMark) and one naming the
+// ids of the user's jobs of the name, as the server selects them
+// (pbsIDsMark). qstat -f can select neither by name nor by owner, and it
+// lists every user's jobs (OpenPBS's default query_other_jobs = True), so
+// ParseList keeps the user's jobs of the name: another user of the
+// cluster, who sees our placeholders' name in qstat, could otherwise
+// submit jobs of that name for the CLS to take for its own, as
+// placeholders queued (it then submits no more) or running that never
+// connect (the site is then degraded). Their jobs' values are theirs, and
+// PBS versions have written them into the JSON unescaped: a value could
+// then list a job of its own making. The ids qselect prints are the
+// server's, not any job's values, so only a job they name is kept.
+func (PBS) ListCommand(name string) string {
+	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)" && ids=$(qselect -u "$(id -un)" -N ` + shellwords.Quote(name) + `) && ` +
+		`printf '` + pbsIDsMark + `%s\n' "$(printf '%s' "$ids" | tr '\n' ' ')" && qstat -f -F json`
 }
 
 // pbsOwnerMark starts the line ListCommand prints before the listing,
-// with the login user's name after it.
-const pbsOwnerMark = "mq-owner="
+// with the login user's name after it; pbsIDsMark the line after it, with
+// the ids of the user's jobs of the name.
+const (
+	pbsOwnerMark = "mq-owner="
+	pbsIDsMark   = "mq-ids="
+)
 
-// pbsOwner reads the line ListCommand prints before the listing (lines a
-// login shell printed before it are skipped) and returns the user it
-// names and the listing after it. Without it the listing is refused: whose
-// jobs are ours cannot be told.
-func pbsOwner(out []byte) (user string, rest []byte, err error) {
+// pbsOwner reads the lines ListCommand prints before the listing (lines
+// a login shell printed before them are skipped) and returns the user
+// they name, the ids of the user's jobs, and the listing after them.
+// Without them the listing is refused: whose jobs are ours cannot be told.
+func pbsOwner(out []byte) (user string, ids map[string]bool, rest []byte, err error) {
 	for len(out) > 0 {
 		line, after, _ := bytes.Cut(out, []byte("\n"))
 		if u, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pbsOwnerMark)); ok {
 			if len(u) == 0 {
-				return "", nil, errors.New("id -un printed no user name: cannot tell the user's jobs from others' in qstat's listing")
+				return "", nil, nil, errors.New("id -un printed no user name: cannot tell the user's jobs from others' in qstat's listing")
 			}
-			return string(u), after, nil
+			line, after, _ = bytes.Cut(after, []byte("\n"))
+			l, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pbsIDsMark))
+			if !ok {
+				return "", nil, nil, errors.New("qstat's listing does not say which jobs are the user's (no " + pbsIDsMark + " line)")
+			}
+			ids = map[string]bool{}
+			for _, id := range strings.Fields(string(l)) {
+				ids[id] = true
+			}
+			return string(u), ids, after, nil
 		}
 		out = after
 	}
-	return "", nil, errors.New("qstat's listing does not say whose it is (no " + pbsOwnerMark + " line): cannot tell the user's jobs from others'")
+	return "", nil, nil, errors.New("qstat's listing does not say whose it is (no " + pbsOwnerMark + " line): cannot tell the user's jobs from others'")
 }
 
 // pbsOwned says whether Job_Owner (user@host, the host the job was
@@ -120,7 +139,7 @@ type pbsJob struct {
 // numbers as names): pbsJSON reads it all the same, as any user of the
 // cluster can make the listing so.
 func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
-	user, out, err := pbsOwner(out)
+	user, ids, out, err := pbsOwner(out)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +158,7 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	}
 	var ps []Placeholder
 	for id, j := range jobs {
-		if j.bad || j.Name != name || !pbsOwned(j.Owner, user) {
+		if !ids[id] || j.bad || j.Name != name || !pbsOwned(j.Owner, user) {
 			continue
 		}
 		if err := pbsValidID(id); err != nil {

@@ -53,7 +53,12 @@ func FuzzPBSParseList(f *testing.F) {
 				continue
 			}
 			checkPlaceholders(t, ps, pbsValidID)
-			user, _, _ := pbsOwner(out)
+			user, ids, _, _ := pbsOwner(out)
+			for _, p := range ps {
+				if !ids[p.ID] {
+					t.Fatalf("listed %q, not among the user's ids %v", p.ID, ids)
+				}
+			}
 			if len(ps) > 0 && (!strings.Contains(string(out), user) || !strings.Contains(string(out), name)) {
 				t.Fatalf("listed %v from a listing that names neither %q nor %q", ps, user, name)
 			}
@@ -64,7 +69,9 @@ func FuzzPBSParseList(f *testing.F) {
 // Another user's job carries a value the fuzzer chooses, in each place a
 // user chooses one (its name, a comment-like attribute, its environment's
 // names and values, its qsub arguments), written as PBS writes it: in
-// JSON, escaped (fully, or with its control characters raw), in text,
+// JSON, escaped (fully, or with its control characters raw, or not at
+// all, as older PBS versions wrote quotes: then the value may close
+// itself and list jobs of its own, or break the JSON), in text,
 // its line breaks written as \n and long values wrapped onto tab lines.
 // The listing yields exactly the user's two placeholders around it.
 func FuzzPBSInjectedValue(f *testing.F) {
@@ -72,6 +79,7 @@ func FuzzPBSInjectedValue(f *testing.F) {
 		"x",
 		"\n\t\t},\n\t\t\"2001.pbsserver\":\t{\n\t\t\t\"Job_Name\":\t\"mq-pbsA-abc123\",\n\t\t\t\"Job_Owner\":\t\"mquser@login1\",\n\t\t\t\"job_state\":\t\"R\"",
 		"\",\"Job_Owner\":\"mquser@login1\",\"x\":\"",
+		"x\"\n\t\t},\n\t\t\"2001.pbsserver\":\t{\"Job_Name\":\"mq-pbsA-abc123\",\"Job_Owner\":\"mquser@login1\",\"job_state\":\"R\",\"e\":\"x",
 		"a\\q",
 		"PBS_O_HOME=/home/mallory,\n\tJob Id: 1001.pbsserver\n\tjob_state = F",
 		"Job_Owner = mquser@login1",
@@ -87,7 +95,17 @@ func FuzzPBSInjectedValue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string, wrap uint8) {
 		want := []want{{"1001.pbsserver", Running}, {"3000.pbsserver", Queued}}
 		check := func(what, out string) {
-			ps, err := PBS{}.ParseList(pbsListing("mquser", []byte(out)), name)
+			t.Helper()
+			// qselect selects every job here, so the parser alone must keep
+			// ours, unless the value may write JSON of its own.
+			listing := pbsListing("mquser", []byte(out))
+			if what == "json, quotes unescaped" {
+				listing = pbsListingOf("mquser", "1001.pbsserver 3000.pbsserver", []byte(out))
+			}
+			ps, err := PBS{}.ParseList(listing, name)
+			if err != nil && what == "json, quotes unescaped" {
+				return // the value broke the JSON: nothing is listed
+			}
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", what, err, out)
 			}
@@ -96,7 +114,11 @@ func FuzzPBSInjectedValue(f *testing.F) {
 				t.Fatalf("%s: listed %v, want %v\n%s", what, got, want, out)
 			}
 		}
-		for _, esc := range []func(string) string{pbsFuzzJSONString, pbsFuzzRawString} {
+		for what, esc := range map[string]func(string) string{
+			"json":                   pbsFuzzJSONString,
+			"json, control raw":      pbsFuzzRawString,
+			"json, quotes unescaped": func(s string) string { return `"` + s + `"` },
+		} {
 			e := esc(v)
 			for _, attrs := range []string{
 				`"Job_Name":` + e + `,"job_state":"R"`,
@@ -110,7 +132,7 @@ func FuzzPBSInjectedValue(f *testing.F) {
 					"\t\t\"2000.pbsserver\":\t{\"Job_Owner\":\"mallory@login1\"," + attrs + "},\n" +
 					"\t\t\"3000.pbsserver\":\t{\"Job_Name\":\"" + name + "\",\"Job_Owner\":\"mquser@login1\",\"job_state\":\"Q\"}\n" +
 					"\t}\n}\n"
-				check("json", out)
+				check(what, out)
 			}
 		}
 		tv := pbsFuzzTextValue(strings.ReplaceAll(v, "\n", `\n`), int(wrap))

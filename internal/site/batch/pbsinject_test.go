@@ -44,14 +44,15 @@ func TestPBSInjection(t *testing.T) {
 		out     string
 		want    []want
 		wantErr bool
+		ids     string // what qselect selects ("": every job listed)
 	}{
 		{"json: another's backslash makes the JSON invalid", jsonListing(ours,
-			jsonJob("2000.pbsserver", "mallory@login1", "Q", invalid)), onlyOurs, false},
+			jsonJob("2000.pbsserver", "mallory@login1", "Q", invalid)), onlyOurs, false, ""},
 		{"json: attributes in Variable_List, JSON made invalid", jsonListing(ours,
 			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"Variable_List\":\t{\n"+
 				"\t\t\t\t\"PBS_O_PATH\":\t\"/opt/a\\q\",\n"+
 				"\t\t\t\t\"Job_Owner\":\t\"mquser@login1\",\n"+
-				"\t\t\t\t\"job_state\":\t\"R\"\n\t\t\t}")), onlyOurs, false},
+				"\t\t\t\t\"job_state\":\t\"R\"\n\t\t\t}")), onlyOurs, false, ""},
 		// PBS escaped the quotes of a value, not its line breaks (a shell
 		// function exported by qsub -V).
 		{"json: a line break in a value starts a job", jsonListing(ours,
@@ -59,7 +60,7 @@ func TestPBSInjection(t *testing.T) {
 				"\t\t},\n\t\t\\\"2001.pbsserver\\\":\t{\n"+
 				"\t\t\t\\\"Job_Name\\\":\t\\\""+name+"\\\",\n"+
 				"\t\t\t\\\"Job_Owner\\\":\t\\\"mquser@login1\\\",\n"+
-				"\t\t\t\\\"job_state\\\":\t\\\"R\\\"\"")), onlyOurs, false},
+				"\t\t\t\\\"job_state\\\":\t\\\"R\\\"\"")), onlyOurs, false, ""},
 		// PBS escaped neither (older versions did not escape quotes): the
 		// value closes itself and lists our job again, finished. Which
 		// one is real cannot be told, so the listing fails.
@@ -69,36 +70,46 @@ func TestPBSInjection(t *testing.T) {
 				"\t\t\t\"Job_Name\":\t\""+name+"\",\n"+
 				"\t\t\t\"Job_Owner\":\t\"mquser@login1\",\n"+
 				"\t\t\t\"job_state\":\t\"F\",\n"+
-				"\t\t\t\"etime\":\t\"x\"")), nil, true},
+				"\t\t\t\"etime\":\t\"x\"")), nil, true, ""},
 		{"json: an owner named twice, the JSON valid", jsonListing(ours,
-			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"Submit_arguments\":\t\"x\",\"Job_Owner\":\"mquser@login1\"")), onlyOurs, false},
+			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"Submit_arguments\":\t\"x\",\"Job_Owner\":\"mquser@login1\"")), onlyOurs, false, ""},
 		{"json: an owner named in another case", jsonListing(ours,
-			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"job_owner\":\t\"mquser@login1\",\n\t\t\t\"JOB_OWNER\":\t\"mquser@login1\"")), onlyOurs, false},
+			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"job_owner\":\t\"mquser@login1\",\n\t\t\t\"JOB_OWNER\":\t\"mquser@login1\"")), onlyOurs, false, ""},
 		{"json: a state named twice, the JSON invalid", jsonListing(
 			jsonJob("1001.pbsserver", "mquser@login1", "R", ""),
-			jsonJob("2000.pbsserver", "mallory@login1", "Q", invalid+",\n\t\t\t\"job_state\":\t\"R\"")), onlyOurs, false},
-		{"json: our job listed twice", jsonListing(ours, jsonJob("1001.pbsserver", "mquser@login1", "F", "")), nil, true},
-		{"json: an id qdel takes for an option", jsonListing(ours, jsonJob("-Wforce", "mquser@login1", "R", "")), nil, true},
+			jsonJob("2000.pbsserver", "mallory@login1", "Q", invalid+",\n\t\t\t\"job_state\":\t\"R\"")), onlyOurs, false, ""},
+		{"json: our job listed twice", jsonListing(ours, jsonJob("1001.pbsserver", "mquser@login1", "F", "")), nil, true, ""},
+		{"json: an id qdel takes for an option", jsonListing(ours, jsonJob("-Wforce", "mquser@login1", "R", "")), nil, true, "1001.pbsserver -Wforce"},
+		// PBS escaped no quotes in values (older versions): the value
+		// closes itself and lists a job of its own making, as ours. Only
+		// the ids the server selected as ours are kept.
+		{"json: a value that lists a job of its own", jsonListing(ours,
+			jsonJob("2000.pbsserver", "mallory@login1", "Q", ",\n\t\t\t\"comment\":\t\"x\"\n"+
+				"\t\t},\n\t\t\"2001.pbsserver\":\t{\n"+
+				"\t\t\t\"Job_Name\":\t\""+name+"\",\n"+
+				"\t\t\t\"Job_Owner\":\t\"mquser@login1\",\n"+
+				"\t\t\t\"job_state\":\t\"R\",\n"+
+				"\t\t\t\"etime\":\t\"x\"")), onlyOurs, false, "1001.pbsserver"},
 		{"text: an owner on a continuation line", oursText + textJob("2000.pbsserver", "mallory@login1", "R",
 			"    Variable_List = PBS_O_HOME=/home/mallory,\n"+
-				"\tJob_Owner = mquser@login1,PBS_O_SHELL=/bin/bash"), onlyOurs, false},
+				"\tJob_Owner = mquser@login1,PBS_O_SHELL=/bin/bash"), onlyOurs, false, ""},
 		{"text: a job on continuation lines", oursText + textJob("2000.pbsserver", "mallory@login1", "Q",
 			"    Variable_List = PBS_O_HOME=/home/mallory,\n"+
 				"\tJob Id: 2001.pbsserver\n"+
 				"\tJob_Name = "+name+"\n"+
 				"\tJob_Owner = mquser@login1\n"+
-				"\tjob_state = R"), onlyOurs, false},
+				"\tjob_state = R"), onlyOurs, false, ""},
 		{"text: our job restarted on continuation lines", oursText + textJob("2000.pbsserver", "mallory@login1", "Q",
 			"    Variable_List = PBS_O_HOME=/home/mallory,\n"+
 				"\tJob Id: 1001.pbsserver\n"+
-				"\tjob_state = F"), onlyOurs, false},
+				"\tjob_state = F"), onlyOurs, false, ""},
 		{"text: an owner named twice (a line break in a value)", oursText + textJob("2000.pbsserver", "mallory@login1", "R",
 			"    Variable_List = X=a\n"+
-				"    Job_Owner = mquser@login1"), onlyOurs, false},
+				"    Job_Owner = mquser@login1"), onlyOurs, false, ""},
 		{"text: a job at a line break in a value", oursText + textJob("2000.pbsserver", "mallory@login1", "R",
 			"    Variable_List = X=a\n"+
 				"Job Id: 1001.pbsserver\n"+
-				"    job_state = F"), nil, true},
+				"    job_state = F"), nil, true, ""},
 	} {
 		layouts := map[string]string{"": tc.out}
 		if strings.HasPrefix(tc.out, "{") {
@@ -107,7 +118,11 @@ func TestPBSInjection(t *testing.T) {
 		}
 		for layout, out := range layouts {
 			t.Run(tc.what+"/"+layout, func(t *testing.T) {
-				ps, err := PBS{}.ParseList(pbsListing("mquser", []byte(out)), name)
+				listing := pbsListing("mquser", []byte(out))
+				if tc.ids != "" {
+					listing = pbsListingOf("mquser", tc.ids, []byte(out))
+				}
+				ps, err := PBS{}.ParseList(listing, name)
 				if tc.wantErr {
 					if err == nil {
 						t.Errorf("listed %v; want an error", summary(ps))
@@ -129,7 +144,7 @@ func TestPBSInjection(t *testing.T) {
 // read: joining each line onto all the lines before copied the value
 // over and over (a megabyte of qstat took gigabytes).
 func TestPBSLongValueBounded(t *testing.T) {
-	out := "mq-owner=u\nJob Id: 1.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = x\n" +
+	out := "mq-owner=u\nmq-ids=1.s\nJob Id: 1.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = x\n" +
 		strings.Repeat("\t"+strings.Repeat("a", 19)+"\n", 50000)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

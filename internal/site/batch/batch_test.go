@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,10 +25,24 @@ func read(t *testing.T, name string) []byte {
 }
 
 // pbsListing is a qstat listing as PBS.ListCommand prints it when the
-// login user is user: the owner line first.
+// login user is user: the owner line first, then the ids line, here
+// naming every job in out (so ParseList's other checks decide).
 func pbsListing(user string, out []byte) []byte {
-	return append([]byte("mq-owner="+user+"\n"), out...)
+	var ids []string
+	for _, m := range pbsListedID.FindAllSubmatch(out, -1) {
+		ids = append(ids, string(m[1])+string(m[2]))
+	}
+	return pbsListingOf(user, strings.Join(ids, " "), out)
 }
+
+// pbsListingOf is out as PBS.ListCommand prints it when the login user
+// is user and qselect selects ids.
+func pbsListingOf(user, ids string, out []byte) []byte {
+	return append([]byte("mq-owner="+user+"\nmq-ids="+ids+"\n"), out...)
+}
+
+// pbsListedID finds job ids in JSON and text listings.
+var pbsListedID = regexp.MustCompile(`"([0-9]+(?:\[[0-9]*\])?\.[^"\s]*)":\s*\{|(?m:^Job Id: (\S+))`)
 
 // pbsRecorded is testdata file name as PBS.ListCommand prints it: the
 // real server's jobs were submitted by mqpbs, the others' by mquser.
@@ -194,9 +209,13 @@ func TestParseListRefusesGarbage(t *testing.T) {
 		{Slurm{}, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"},
 		{Slurm{}, "1|RUNNING|2026-11-22T05:50:26|2026-11-22T05:50:26\n"},
 		{Slurm{}, "1|WEIRD|x|y|n\n"},
-		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}"},
-		{PBS{}, "mq-owner=u\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}"},
-		{PBS{}, "mq-owner=u\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n"},
+		// Ids go to scancel and qdel: one that reads as an option, or a
+		// number longer than any, is not a job's.
+		{Slurm{}, "--help|RUNNING|2026-11-22T06:00:58|N/A|None|n\n"},
+		{SGE{}, "<job_info><queue_info><job_list><JB_job_number>123456789012345678901</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}"},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}"},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n"},
 	} {
 		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
 			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
@@ -401,9 +420,9 @@ func TestSuspendedStates(t *testing.T) {
 		{SGE{}, sge("hr"), Running},
 		{SGE{}, sge("t"), Running},
 		{Slurm{}, "5|SUSPENDED|2026-11-22T06:00:58|2026-11-22T06:00:58|n\n", Suspended},
-		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = S\n", Suspended},
-		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = U\n", Suspended},
-		{PBS{}, "mq-owner=u\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = R\n", Running},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = S\n", Suspended},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = U\n", Suspended},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = R\n", Running},
 	} {
 		ps, err := tc.batch.ParseList([]byte(tc.out), "n")
 		if err != nil || len(ps) != 1 || ps[0].State != tc.want {
@@ -430,8 +449,8 @@ func TestWhyQueued(t *testing.T) {
 		{Slurm{}, read(t, "slurm_squeue_held.txt"), []why{{"490", Queued, "JobHeldAdmin"}, {"491", Running, ""}}},
 		{SGE{}, read(t, "sge_qstat_held.xml"), []why{{"558", Queued, "held"}, {"559", Running, ""}}},
 		{Slurm{}, []byte("7|PENDING|2026-11-22T06:00:58|N/A|None|mq-rec\n8|PENDING|2026-11-22T06:00:58|N/A|PartitionTimeLimit|mq-rec\n"), []why{{"7", Queued, ""}, {"8", Queued, "PartitionTimeLimit"}}},
-		{PBS{}, []byte("mq-owner=u\nJob Id: 5.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
-		{PBS{}, []byte("mq-owner=u\nJob Id: 6.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
+		{PBS{}, []byte("mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
+		{PBS{}, []byte("mq-owner=u\nmq-ids=6.s\nJob Id: 6.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
 	} {
 		ps, err := tc.batch.ParseList(tc.out, "mq-rec")
 		if err != nil {
@@ -470,6 +489,9 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 	for cmd, script := range map[string]string{
 		"qstat": "#!/bin/sh\n[ \"$*\" = '-f -F json' ] || exit 2\nprintf '%s\\n' " + shellwords.Quote(listing) + "\n",
 		"id":    "#!/bin/sh\n[ \"$*\" = '-un' ] || exit 2\necho mquser\n",
+		// It selects every job here, so the owner check is what keeps
+		// mquser's.
+		"qselect": "#!/bin/sh\n[ \"$*\" = '-u mquser -N " + name + "' ] || exit 2\nfor i in 1 2 3 4 5 6; do echo $i.pbsserver; done\n",
 	} {
 		if err := os.WriteFile(filepath.Join(bin, cmd), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -495,6 +517,7 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 	for _, out := range []string{
 		listing,
 		"mq-owner=\n" + listing,
+		"mq-owner=mquser\n" + listing,
 		"Job Id: 1.s\n    Job_Name = " + name + "\n    Job_Owner = mquser@h\n    job_state = R\n",
 	} {
 		if ps, err := (PBS{}).ParseList([]byte(out), name); err == nil {
@@ -502,7 +525,7 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 		}
 	}
 	// What a login shell prints before it is skipped.
-	if ps, err := (PBS{}).ParseList([]byte("Welcome to the cluster\nmq-owner=mquser\n"+listing), name); err != nil || len(ps) != 2 {
+	if ps, err := (PBS{}).ParseList([]byte("Welcome to the cluster\nmq-owner=mquser\nmq-ids=1.pbsserver 5.pbsserver\n"+listing), name); err != nil || len(ps) != 2 {
 		t.Errorf("after a banner: %v, %v; want mquser's 2 jobs", ps, err)
 	}
 }

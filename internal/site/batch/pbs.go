@@ -2,7 +2,6 @@ package batch
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -61,37 +60,56 @@ func (PBS) ParseSubmit(out []byte) (string, error) {
 }
 
 // ListCommand lists every job in full as JSON (PBS Pro 18 and later),
-// after a line naming the login user (pbsOwnerMark). qstat -f can select
-// neither by name nor by owner, and it lists every user's jobs (OpenPBS's
-// default query_other_jobs = True), so ParseList keeps the user's jobs of
-// the name: another user of the cluster, who sees our placeholders' name
-// in qstat, could otherwise submit jobs of that name for the CLS to take
-// for its own, as placeholders queued (it then submits no more) or
-// running that never connect (the site is then degraded).
-func (PBS) ListCommand(string) string {
-	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)"; qstat -f -F json`
+// after a line naming the login user (pbsOwnerMark) and one naming the
+// ids of the user's jobs of the name, as the server selects them
+// (pbsIDsMark). qstat -f can select neither by name nor by owner, and it
+// lists every user's jobs (OpenPBS's default query_other_jobs = True), so
+// ParseList keeps the user's jobs of the name: another user of the
+// cluster, who sees our placeholders' name in qstat, could otherwise
+// submit jobs of that name for the CLS to take for its own, as
+// placeholders queued (it then submits no more) or running that never
+// connect (the site is then degraded). Their jobs' values are theirs, and
+// PBS versions have written them into the JSON unescaped: a value could
+// then list a job of its own making. The ids qselect prints are the
+// server's, not any job's values, so only a job they name is kept.
+func (PBS) ListCommand(name string) string {
+	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)" && ids=$(qselect -u "$(id -un)" -N ` + shellwords.Quote(name) + `) && ` +
+		`printf '` + pbsIDsMark + `%s\n' "$(printf '%s' "$ids" | tr '\n' ' ')" && qstat -f -F json`
 }
 
 // pbsOwnerMark starts the line ListCommand prints before the listing,
-// with the login user's name after it.
-const pbsOwnerMark = "mq-owner="
+// with the login user's name after it; pbsIDsMark the line after it, with
+// the ids of the user's jobs of the name.
+const (
+	pbsOwnerMark = "mq-owner="
+	pbsIDsMark   = "mq-ids="
+)
 
-// pbsOwner reads the line ListCommand prints before the listing (lines a
-// login shell printed before it are skipped) and returns the user it
-// names and the listing after it. Without it the listing is refused: whose
-// jobs are ours cannot be told.
-func pbsOwner(out []byte) (user string, rest []byte, err error) {
+// pbsOwner reads the lines ListCommand prints before the listing (lines
+// a login shell printed before them are skipped) and returns the user
+// they name, the ids of the user's jobs, and the listing after them.
+// Without them the listing is refused: whose jobs are ours cannot be told.
+func pbsOwner(out []byte) (user string, ids map[string]bool, rest []byte, err error) {
 	for len(out) > 0 {
 		line, after, _ := bytes.Cut(out, []byte("\n"))
 		if u, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pbsOwnerMark)); ok {
 			if len(u) == 0 {
-				return "", nil, errors.New("id -un printed no user name: cannot tell the user's jobs from others' in qstat's listing")
+				return "", nil, nil, errors.New("id -un printed no user name: cannot tell the user's jobs from others' in qstat's listing")
 			}
-			return string(u), after, nil
+			line, after, _ = bytes.Cut(after, []byte("\n"))
+			l, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pbsIDsMark))
+			if !ok {
+				return "", nil, nil, errors.New("qstat's listing does not say which jobs are the user's (no " + pbsIDsMark + " line)")
+			}
+			ids = map[string]bool{}
+			for _, id := range strings.Fields(string(l)) {
+				ids[id] = true
+			}
+			return string(u), ids, after, nil
 		}
 		out = after
 	}
-	return "", nil, errors.New("qstat's listing does not say whose it is (no " + pbsOwnerMark + " line): cannot tell the user's jobs from others'")
+	return "", nil, nil, errors.New("qstat's listing does not say whose it is (no " + pbsOwnerMark + " line): cannot tell the user's jobs from others'")
 }
 
 // pbsOwned says whether Job_Owner (user@host, the host the job was
@@ -102,22 +120,26 @@ func pbsOwned(owner, user string) bool {
 }
 
 type pbsJob struct {
-	Name  string `json:"Job_Name"`
-	Owner string `json:"Job_Owner"`
-	State string `json:"job_state"`
-	QTime string `json:"qtime"`
-	STime string `json:"stime"`
+	Name  string
+	Owner string
+	State string
+	QTime string
+	STime string
 	// Comment is the scheduler's note on a job: why a queued one does
 	// not run ("Not Running: Insufficient amount of resource: ncpus").
-	Comment string `json:"comment"`
+	Comment string
+	// bad: the job's listing is not as PBS writes its attributes (one
+	// named twice, a value that is not a string): never taken for ours.
+	bad bool
 }
 
-// ParseList reads `qstat -f -F json`, or the plain `qstat -f` text. Some PBS
-// versions write JSON that is not valid (unescaped characters in
-// Variable_List, bare numbers as names); then the attributes we need are
-// read line by line, which both formats allow (one attribute per line).
+// ParseList reads `qstat -f -F json`, or the plain `qstat -f` text, and
+// keeps the login user's jobs of the name. Some PBS versions write JSON
+// that is not valid (a backslash in Variable_List not escaped, bare
+// numbers as names): pbsJSON reads it all the same, as any user of the
+// cluster can make the listing so.
 func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
-	user, out, err := pbsOwner(out)
+	user, ids, out, err := pbsOwner(out)
 	if err != nil {
 		return nil, err
 	}
@@ -127,31 +149,24 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	}
 	var jobs map[string]pbsJob
 	if t[0] == '{' {
-		var doc struct {
-			Jobs map[string]pbsJob `json:"Jobs"`
-		}
-		if err := json.Unmarshal(t, &doc); err == nil {
-			jobs = doc.Jobs
-		} else {
-			var lerr error
-			if jobs, lerr = pbsLines(t, true); lerr != nil {
-				return nil, fmt.Errorf("qstat -F json: %v (and line by line: %v)", err, lerr)
-			}
-		}
+		jobs, err = pbsJSON(t)
 	} else {
-		var err error
-		if jobs, err = pbsLines(t, false); err != nil {
-			return nil, err
-		}
+		jobs, err = pbsText(t)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var ps []Placeholder
 	for id, j := range jobs {
-		if j.Name != name || !pbsOwned(j.Owner, user) {
+		if !ids[id] || j.bad || j.Name != name || !pbsOwned(j.Owner, user) {
 			continue
+		}
+		if err := pbsValidID(id); err != nil {
+			return nil, fmt.Errorf("qstat: job id %q: %w", truncate(id, 50), err)
 		}
 		st, ok := pbsState(j.State)
 		if !ok {
-			return nil, fmt.Errorf("qstat: job %s has unknown state %q", truncate(id, 50), truncate(j.State, 20))
+			return nil, fmt.Errorf("qstat: job %s has unknown state %q", id, truncate(j.State, 20))
 		}
 		if st == Exited {
 			continue
@@ -160,7 +175,7 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if st == Queued {
 			switch {
 			case j.Comment != "":
-				p.Why = truncate(j.Comment, 200)
+				p.Why = truncate(strings.TrimSpace(j.Comment), 200)
 			case j.State == "H":
 				p.Why = "held"
 			}
@@ -168,80 +183,6 @@ func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 		ps = append(ps, p)
 	}
 	return ps, nil
-}
-
-// pbsLines reads job ids and the attributes we need from one-attribute-per
-// -line output: `"4711.server":{` and `"job_state":"R",` in JSON, `Job Id:
-// 4711.server` and `    job_state = R` in text.
-func pbsLines(out []byte, isJSON bool) (map[string]pbsJob, error) {
-	jobs := map[string]pbsJob{}
-	var cur string
-	inJobs := !isJSON
-	for _, raw := range strings.Split(string(out), "\n") {
-		line := strings.TrimSpace(raw)
-		var key, val string
-		if isJSON {
-			if line == `"Jobs":{` {
-				inJobs = true
-				continue
-			}
-			k, v, ok := strings.Cut(line, `":`)
-			if !ok || !strings.HasPrefix(k, `"`) || !inJobs {
-				continue
-			}
-			key = k[1:]
-			v = strings.TrimSuffix(strings.TrimSpace(v), ",")
-			if v == "{" && isJobID(key) {
-				cur = key
-				jobs[cur] = pbsJob{}
-				continue
-			}
-			val = strings.Trim(v, `"`)
-		} else {
-			if id, ok := strings.CutPrefix(line, "Job Id:"); ok {
-				cur = strings.TrimSpace(id)
-				jobs[cur] = pbsJob{}
-				continue
-			}
-			k, v, ok := strings.Cut(line, " = ")
-			if !ok {
-				continue
-			}
-			key, val = strings.TrimSpace(k), strings.TrimSpace(v)
-		}
-		if cur == "" {
-			continue
-		}
-		j := jobs[cur]
-		switch key {
-		case "Job_Name":
-			j.Name = val
-		case "Job_Owner":
-			j.Owner = val
-		case "job_state":
-			j.State = val
-		case "qtime":
-			j.QTime = val
-		case "stime":
-			j.STime = val
-		case "comment":
-			j.Comment = val
-		}
-		jobs[cur] = j
-	}
-	for id, j := range jobs {
-		if j.State == "" {
-			return nil, fmt.Errorf("qstat: job %s has no job_state", truncate(id, 50))
-		}
-	}
-	return jobs, nil
-}
-
-// isJobID: "4711.server", "4711[].server", "4711[3].server".
-func isJobID(s string) bool {
-	seq, _, _ := strings.Cut(s, ".")
-	seq, _, _ = strings.Cut(seq, "[")
-	return isDigits(seq)
 }
 
 // pbsState maps PBS job states: Q queued, H held, W waiting for its start

@@ -117,7 +117,7 @@ func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 			continue
 		}
 		id := strings.TrimSpace(j.Number)
-		if !isDigits(id) {
+		if !isDigits(id) || len(id) > sgeMaxID {
 			return nil, fmt.Errorf("qstat -xml: job number %q", truncate(id, 50))
 		}
 		state := strings.TrimSpace(j.State)
@@ -129,6 +129,9 @@ func (SGE) ParseList(out []byte, name string) ([]Placeholder, error) {
 	}
 	return ps, nil
 }
+
+// sgeMaxID bounds a job number (Grid Engine's wrap at 10 digits at most).
+const sgeMaxID = 20
 
 // sgeState maps Grid Engine's state letters: E (error: it will never run
 // until someone clears it) wins, then d (being deleted), then s/S/T

@@ -75,6 +75,9 @@ func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 		if f[5] != name {
 			continue
 		}
+		if !slurmValidID(f[0]) {
+			return nil, fmt.Errorf("squeue line %d: job id %q", n+1, truncate(f[0], 50))
+		}
 		st, ok := slurmState(f[1])
 		if !ok {
 			return nil, fmt.Errorf("squeue line %d: unknown job state %q", n+1, truncate(f[1], 50))
@@ -86,6 +89,22 @@ func (Slurm) ParseList(out []byte, name string) ([]Placeholder, error) {
 		ps = append(ps, p)
 	}
 	return ps, nil
+}
+
+// slurmValidID says whether id is a job id as squeue's %i prints it:
+// "4711", an array's "4711_3" or "4711_[1-3%2]", a heterogeneous job's
+// "4711+0". An id is handed to scancel, so it must never read as an
+// option, and it is bounded.
+func slurmValidID(id string) bool {
+	if len(id) > 64 || id == "" || id[0] < '0' || id[0] > '9' {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || strings.ContainsRune("_+[]-,%", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // slurmState maps squeue's long state names (and their short codes):

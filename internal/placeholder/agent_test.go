@@ -463,12 +463,7 @@ func TestAgentSurvivesCut(t *testing.T) {
 				refuse()
 			}
 			startAgentCfg(t, c, cfg)
-			waitUntil(t, 20*time.Second, func() error {
-				if !exists(filepath.Join(dir, "started")) {
-					return errors.New("job never started")
-				}
-				return nil
-			})
+			waitStarted(t, dir)
 			if !tc.first {
 				refuse()
 			}

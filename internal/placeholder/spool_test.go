@@ -92,12 +92,7 @@ func TestAgentDrainsUnreachable(t *testing.T) {
 	a := New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
-	waitUntil(t, 20*time.Second, func() error {
-		if !exists(filepath.Join(dir, "started")) {
-			return errors.New("job never started")
-		}
-		return nil
-	})
+	waitStarted(t, dir)
 	down.Store(true)
 	c.cut()
 	waitUntil(t, time.Minute, func() error {
@@ -147,12 +142,7 @@ func TestAgentSpoolsReports(t *testing.T) {
 	a := New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
-	waitUntil(t, 20*time.Second, func() error {
-		if !exists(filepath.Join(dir, "started")) {
-			return errors.New("job never started")
-		}
-		return nil
-	})
+	waitStarted(t, dir)
 	down.Store(true)
 	c.cut()
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
@@ -226,12 +216,7 @@ func TestAgentOutputWhileDialHangs(t *testing.T) {
 	cfg := agentConfig(t, 1)
 	cfg.Dial, cfg.Streams = dial, true
 	startAgentCfg(t, c, cfg)
-	waitUntil(t, 20*time.Second, func() error {
-		if !exists(filepath.Join(dir, "started")) {
-			return errors.New("job never started")
-		}
-		return nil
-	})
+	waitStarted(t, dir)
 	hang.Store(true)
 	c.cut()
 	select {
@@ -377,4 +362,16 @@ func TestAgentHandsBackHeldOnAbort(t *testing.T) {
 	err := error(unreachable{errors.New("the CLS has been unreachable for 10m0s")})
 	h.a.lostCLS.Store(&err)
 	h.handedBack(t)
+}
+
+// waitStarted waits for the job running in dir to say it started (it
+// touches dir/started).
+func waitStarted(t *testing.T, dir string) {
+	t.Helper()
+	waitUntil(t, 20*time.Second, func() error {
+		if !exists(filepath.Join(dir, "started")) {
+			return errors.New("job never started")
+		}
+		return nil
+	})
 }

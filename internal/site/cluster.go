@@ -625,7 +625,9 @@ func submitLoop(cmd string, n int) string {
 	return cmd + " || exit $?; echo; i=1; while [ $i -lt " + strconv.Itoa(n) + " ]; do " + cmd + " || exit $?; echo; i=$((i+1)); done"
 }
 
-// List lists this site's placeholders that have not ended.
+// List lists this site's placeholders that have not ended. Its error is
+// an answered one when the login host ran the listing and it failed, or
+// printed what cannot be read: the site was reached all the same.
 func (s *Remote) List(ctx context.Context) ([]batch.Placeholder, error) {
 	r, err := s.runner(ctx)
 	if err != nil {
@@ -634,10 +636,26 @@ func (s *Remote) List(ctx context.Context) ([]batch.Placeholder, error) {
 	out, err := r.Run(ctx, s.Batch.ListCommand(s.JobName))
 	if err != nil {
 		s.drop(r, err)
-		return nil, err
+		if errors.As(err, new(*ConnError)) || ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, answered{err}
 	}
-	return s.Batch.ParseList(out, s.JobName)
+	ps, err := s.Batch.ParseList(out, s.JobName)
+	if err != nil {
+		return nil, answered{err}
+	}
+	return ps, nil
 }
+
+// answered is the error of a listing the login host gave: the batch
+// command failed, or printed what cannot be read. Unlike a connection's
+// error it says the site is reached (Manager.step, Store.SiteReached): a
+// user of the cluster who makes our listing fail must not hold the leases
+// of our placeholders that died.
+type answered struct{ error }
+
+func (e answered) Unwrap() error { return e.error }
 
 // Cancel cancels placeholders.
 func (s *Remote) Cancel(ctx context.Context, ids []string) error {

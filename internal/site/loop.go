@@ -96,7 +96,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	asked := m.now()
 	ps, err := ms.site.List(tctx)
 	if rs, ok := m.Store.(reachStore); ok && w.spec.Type != Local && ctx.Err() == nil {
-		if err := rs.SiteReached(ctx, w.spec.Name, asked, m.now(), err == nil); err != nil {
+		if err := rs.SiteReached(ctx, w.spec.Name, asked, m.now(), err == nil || errors.As(err, new(answered))); err != nil {
 			return fmt.Errorf("metaqueue: %w", err)
 		}
 	}

@@ -3,6 +3,10 @@ package site
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +85,25 @@ func TestSiteReached(t *testing.T) {
 			t.Fatalf("far told reached at %v, after listing it failed from %v", at, cut)
 		}
 	}
+	// A listing the login host ran and that failed is an answer.
+	answeredAt := time.Now()
+	remote.mu.Lock()
+	remote.listErr = answered{errors.New("squeue: exit status 1: slurm_load_jobs error")}
+	remote.mu.Unlock()
+	lost := st.losses("far")
+	eventually(t, "a failed listing told as an answer", func() bool {
+		ts := st.times("far")
+		return ts[len(ts)-1].After(answeredAt)
+	})
+	if got := st.losses("far"); got > lost+1 { // one listing may have been under way
+		t.Errorf("listings that failed on the login host told as losses: %d more", got-lost)
+	}
+	remote.mu.Lock()
+	remote.listErr = errors.New("ssh: connect to host h port 22: Connection timed out")
+	remote.mu.Unlock()
+	n = listed(remote)
+	eventually(t, "listing far failed again", func() bool { return listed(remote) > n+3 })
+	cut = time.Now()
 	remote.mu.Lock()
 	remote.listErr = nil
 	remote.mu.Unlock()
@@ -114,4 +137,55 @@ func TestListsAfterPlaceholderGone(t *testing.T) {
 	m.Placeholder(7, reg, false)
 	n := listed(remote)
 	eventually(t, "far listed at every poll after its placeholder left", func() bool { return listed(remote) > n+5 })
+}
+
+// listRunner is a login host whose listing answers as run says, after the
+// site is prepared on this host (shRunner).
+type listRunner struct {
+	shRunner
+	list func() ([]byte, error)
+}
+
+func (r *listRunner) Run(ctx context.Context, cmd string) ([]byte, error) {
+	if strings.Contains(cmd, "squeue") {
+		return r.list()
+	}
+	return r.shRunner.Run(ctx, cmd)
+}
+
+// TestListAnswered: a listing the login host ran and that failed, or
+// printed what cannot be read, is an answer (the site is reached: a user
+// of the cluster who makes our listing fail must not hold our dead
+// placeholders' leases); a connection lost, or no answer in time, is not.
+func TestListAnswered(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "mqagent")
+	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
+	for _, tc := range []struct {
+		name     string
+		list     func() ([]byte, error)
+		answered bool
+	}{
+		{"exit status", func() ([]byte, error) { return nil, errors.New("squeue: exit status 1: slurm_load_jobs error") }, true},
+		{"unreadable", func() ([]byte, error) { return []byte("not a listing\n"), nil }, true},
+		{"connection lost", func() ([]byte, error) { return nil, &ConnError{io.EOF} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			spec := protocol.SiteSpec{Name: "s", Type: Slurm, SSH: "u@h"}
+			if err := Validate(&spec); err != nil {
+				t.Fatal(err)
+			}
+			r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x",
+				Agent: func(string, string) (string, error) { return agent, nil },
+				Dial:  func(context.Context) (Runner, error) { return &listRunner{shRunner{home}, tc.list}, nil },
+			}
+			_, err := r.List(context.Background())
+			if err == nil {
+				t.Fatal("the listing did not fail")
+			}
+			if got := errors.As(err, new(answered)); got != tc.answered {
+				t.Errorf("%v: answered %v, want %v", err, got, tc.answered)
+			}
+		})
+	}
 }

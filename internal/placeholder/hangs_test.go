@@ -282,14 +282,7 @@ func TestAgentSaysBroken(t *testing.T) {
 	id := c.submit(protocol.JobSpec{Target: "t", Command: "exec sleep 600", Cwd: t.TempDir()})[0]
 	waitFor(t, "the job to run", func() bool { return stateOf(t, c, id) == "E" })
 	a.kill(protocol.JobRef{ID: id, Attempt: 1}, protocol.ReasonKilled)
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "cannot run them") {
-			t.Fatalf("the agent ended with %v; want why its node cannot run jobs", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the agent did not exit")
-	}
+	runEnds(t, done, time.Minute, "cannot run them")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(said) == 0 || !strings.Contains(said[0], stuckNote("0.3")) || !strings.Contains(said[0], fmt.Sprintf("job %d (attempt 1)", id)) {

@@ -80,7 +80,7 @@ func (s *Store) expire() error {
 			}
 			continue
 		}
-		if s.reg.HoldLapsed(func() string { site, _ := s.siteName(l.Placeholder); return site }, ru.Lease.Add(-s.opt.Lease), now, s.opt.Lease, s.opt.PartitionGrace, s.log) {
+		if s.reg.HoldLapsed(l.Placeholder, func() string { site, _ := s.siteName(l.Placeholder); return site }, ru.Lease.Add(-s.opt.Lease), now, s.opt.Lease, s.opt.PartitionGrace, s.log) {
 			continue // its site may be cut off: it may run on, and report
 		}
 		s.log.Warn(l.Warning(), "job", l.Job, "attempt", l.Attempt, "placeholder", l.Placeholder)
@@ -104,4 +104,9 @@ func (s *Store) expire() error {
 // meanwhile (placeholders.Reach).
 func (s *Store) SiteReached(ctx context.Context, site string, asked, answered time.Time, ok bool) error {
 	return s.do(ctx, func() error { s.reg.SiteAnswered(site, asked, answered, ok, s.opt.Lease); return nil })
+}
+
+// SiteCuts fills into the sites cut off, as of the last lease check (placeholders.Registry.Cuts).
+func (s *Store) SiteCuts(ctx context.Context, into map[string]placeholders.Cut) error {
+	return s.do(ctx, func() error { s.reg.Cuts(into); return nil })
 }

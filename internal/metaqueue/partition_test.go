@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -116,5 +117,66 @@ func TestPartitionAcrossRestart(t *testing.T) {
 	e.reached("far", time.Time{}, false)
 	e.advance(5 * testLease)
 	e.mustBe(id, job.Executing)
+	e.check()
+}
+
+// TestPartitionSiteCuts: SiteCuts says which site is cut off, since when
+// it last answered, and how many of its placeholders' leases are held
+// until when; a site that answers is left out, and so is one back from
+// its cut once its placeholders heartbeat again.
+func TestPartitionSiteCuts(t *testing.T) {
+	t.Parallel()
+	const grace = 6 * testLease
+	e := newEnvWith(t, func(o *Options) { o.PartitionGrace = grace })
+	far1, far2, near := e.register("far"), e.register("far"), e.register("near")
+	e.submit1("a", "sleep 1000")
+	e.submit1("b", "sleep 1000")
+	e.submit1("c", "sleep 1000")
+	heard := e.clock.Now()
+	var refs [3][]protocol.JobRef
+	for i, ph := range []int64{far1, far2, near} {
+		as := e.next(ph, 1)
+		if len(as) != 1 {
+			t.Fatalf("placeholder %d got %+v", ph, as)
+		}
+		refs[i] = []protocol.JobRef{refOf(as[0])}
+	}
+	cuts := func() map[string]placeholders.Cut {
+		t.Helper()
+		m := map[string]placeholders.Cut{}
+		if err := e.s.SiteCuts(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	e.reached("far", heard, true)
+	e.reached("near", heard, true)
+	e.advance(testLease / 2)
+	if m := cuts(); len(m) != 0 {
+		t.Fatalf("sites that answer: %+v", m)
+	}
+
+	// far is cut off; near answers and its placeholder heartbeats.
+	for range 8 {
+		e.reached("far", e.clock.Now(), false)
+		e.reached("near", e.clock.Now(), true)
+		e.heartbeat(near, refs[2])
+		e.advance(testLease / 4)
+	}
+	want := placeholders.Cut{Down: true, Answered: heard, Placeholders: 2, Leases: 2, Until: heard.Add(grace)}
+	if m := cuts(); len(m) != 1 || !m["far"].Until.Equal(want.Until) || !m["far"].Answered.Equal(heard) {
+		t.Errorf("far cut off: %+v, want far: %+v", m, want)
+	} else if c := m["far"]; c.Down != want.Down || c.Placeholders != want.Placeholders || c.Leases != want.Leases {
+		t.Errorf("far cut off: %+v, want %+v", c, want)
+	}
+
+	// The link is back: far answers and its placeholders heartbeat.
+	e.reached("far", e.clock.Now(), true)
+	e.heartbeat(far1, refs[0])
+	e.heartbeat(far2, refs[1])
+	e.tick()
+	if m := cuts(); len(m) != 0 {
+		t.Errorf("far back: %+v", m)
+	}
 	e.check()
 }

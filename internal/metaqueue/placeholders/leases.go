@@ -139,13 +139,14 @@ func StallAfter(lease, tick time.Duration) time.Duration {
 // Checked notes that leases are fresh at now (the store opened).
 func (g *Registry) Checked(now time.Time) { g.checked, g.slept = now, g.suspendedNow() }
 
-// Stalled notes a lease check at now and says whether the gap since the
+// Stalled notes a lease check at now (Reach.Checking) and says whether the gap since the
 // last one is longer than after: the placeholders' silence was then the
 // CLS's own, and every lease is to be renewed. The gap counts the time
 // the host spent suspended meanwhile, which now's monotonic reading
 // does not: leases compared by it would not have lapsed, but the
 // placeholders' heartbeats went unread all that time.
 func (g *Registry) Stalled(now time.Time, after time.Duration) (gap time.Duration, stalled bool) {
+	g.reach.Checking()
 	slept := g.suspendedNow()
 	gap = now.Sub(g.checked) + slept - g.slept
 	g.checked, g.slept = now, slept

@@ -17,6 +17,17 @@ import (
 type Reach struct {
 	sites map[string]*reached
 	held  map[string]bool // a hold of the site's leases was logged since it was last up
+	// holding tallies, by site, the leases held at the last lease check
+	// (Cuts); Checking empties it as a check begins.
+	holding map[string]*holding
+}
+
+// holding is the leases of one site held at a lease check: their
+// placeholders, how many, and when the last hold runs out.
+type holding struct {
+	placeholders map[int64]bool
+	leases       int
+	until        time.Time
 }
 
 // reached is one site's: when it last answered, since when it has
@@ -63,6 +74,7 @@ func (r *Reach) Lost(site string) {
 func (r *Reach) Forget(site string) {
 	delete(r.sites, site)
 	delete(r.held, site)
+	delete(r.holding, site)
 }
 
 // Watching says whether any site is watched (Hold can hold a lease).
@@ -111,10 +123,10 @@ func (g *Registry) SiteAnswered(site string, asked, answered time.Time, ok bool,
 	}
 }
 
-// HoldLapsed is Reach.Hold for a lapsed lease of a placeholder of the
+// HoldLapsed is Reach.Hold for a lapsed lease of placeholder ph of the
 // site that site names (asked only while some site is watched), logging
-// the first hold of a cut.
-func (g *Registry) HoldLapsed(site func() string, heard, now time.Time, lease, grace time.Duration, log *slog.Logger) bool {
+// the first hold of a cut. A lease held is tallied for Cuts.
+func (g *Registry) HoldLapsed(ph int64, site func() string, heard, now time.Time, lease, grace time.Duration, log *slog.Logger) bool {
 	if !g.reach.Watching() || grace <= 0 {
 		return false
 	}
@@ -127,5 +139,65 @@ func (g *Registry) HoldLapsed(site func() string, heard, now time.Time, lease, g
 		log.Warn("a site's placeholders fell silent and the site does not answer either: their jobs' leases are held until it is back, or for the partition grace",
 			"site", name, "grace", grace)
 	}
+	if hold {
+		g.reach.tally(name, ph, heard.Add(grace))
+	}
 	return hold
+}
+
+// Checking notes that a lease check begins: the leases it holds are
+// tallied afresh.
+func (r *Reach) Checking() { clear(r.holding) }
+
+// tally notes that the lease check held a lease of placeholder ph of
+// site, until at most until.
+func (r *Reach) tally(site string, ph int64, until time.Time) {
+	if r.holding == nil {
+		r.holding = map[string]*holding{}
+	}
+	h := r.holding[site]
+	if h == nil {
+		h = &holding{placeholders: map[int64]bool{}}
+		r.holding[site] = h
+	}
+	h.placeholders[ph] = true
+	h.leases++
+	if until.After(h.until) {
+		h.until = until
+	}
+}
+
+// Cut is what the CLS knows of a site a network may have cut off from it.
+type Cut struct {
+	// Down says the site's last listing failed; Answered is when it last
+	// answered before that (zero: not since the CLS started).
+	Down     bool
+	Answered time.Time
+	// Placeholders and Leases count the silent placeholders, and the
+	// attempts they run, whose lapsed leases the last lease check held.
+	// Until is when the last of those holds runs out, the partition grace
+	// after its placeholder was last heard, unless the site is back for a
+	// lease first.
+	Placeholders, Leases int
+	Until                time.Time
+}
+
+// Cuts fills into the sites watched (SiteAnswered) that do not answer,
+// or whose placeholders' leases the last lease check held; a site that
+// answers and has none held is left out.
+func (g *Registry) Cuts(into map[string]Cut) { g.reach.cuts(into) }
+
+func (r *Reach) cuts(into map[string]Cut) {
+	for name, s := range r.sites {
+		c := Cut{Down: s.down}
+		if s.down {
+			c.Answered = s.at
+		}
+		if h := r.holding[name]; h != nil {
+			c.Placeholders, c.Leases, c.Until = len(h.placeholders), h.leases, h.until
+		}
+		if c.Down || c.Leases > 0 {
+			into[name] = c
+		}
+	}
 }

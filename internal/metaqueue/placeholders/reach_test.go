@@ -110,10 +110,81 @@ func TestSiteAnsweredSlowListing(t *testing.T) {
 			g.SiteAnswered("far", asked, answered, true, lease)
 			g.SiteAnswered("far", answered.Add(lease), answered.Add(lease), true, lease)
 			now := answered.Add(lease - time.Second)
-			hold := g.HoldLapsed(func() string { return "far" }, t0, now, lease, grace, slog.New(slog.DiscardHandler))
+			hold := g.HoldLapsed(1, func() string { return "far" }, t0, now, lease, grace, slog.New(slog.DiscardHandler))
 			if hold != tc.want {
 				t.Errorf("held %v, want %v", hold, tc.want)
 			}
 		})
+	}
+}
+
+// TestCuts: Cuts names a site that does not answer, since when it last
+// did, and the leases the last lease check held there (their
+// placeholders, and when the last hold runs out); a site that answers is
+// left out, and one back from a cut is shown while its leases are held.
+func TestCuts(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const lease, grace = 30 * time.Second, 10 * time.Minute
+	log := slog.New(slog.DiscardHandler)
+	g := Registry{suspended: func() time.Duration { return 0 }}
+	g.Checked(t0)
+	cuts := func() map[string]Cut {
+		m := map[string]Cut{}
+		g.Cuts(m)
+		return m
+	}
+	g.SiteAnswered("far", t0, t0, true, lease)
+	g.SiteAnswered("near", t0, t0, true, lease)
+	if m := cuts(); len(m) != 0 {
+		t.Fatalf("sites that answer: %+v", m)
+	}
+
+	// far is cut off: its placeholders 1 (two jobs) and 2 fall silent.
+	cut := t0.Add(time.Second)
+	g.SiteAnswered("far", cut, cut, false, lease)
+	g.SiteAnswered("near", cut, cut, true, lease)
+	now := t0.Add(lease + 5*time.Second)
+	g.Stalled(now, time.Hour)
+	hold := func(ph int64, site string, heard time.Time) bool {
+		return g.HoldLapsed(ph, func() string { return site }, heard, now, lease, grace, log)
+	}
+	if !hold(1, "far", t0) || !hold(1, "far", t0.Add(2*time.Second)) || !hold(2, "far", t0.Add(time.Second)) {
+		t.Fatal("far's leases are not held")
+	}
+	want := Cut{Down: true, Answered: t0, Placeholders: 2, Leases: 3, Until: t0.Add(2*time.Second + grace)}
+	if m := cuts(); len(m) != 1 || m["far"] != want {
+		t.Errorf("cut off, leases held: %+v, want far: %+v", m, want)
+	}
+
+	// A check that held nothing: far is still cut off, nothing held.
+	now = now.Add(time.Second)
+	g.Stalled(now, time.Hour)
+	if m := cuts(); len(m) != 1 || m["far"] != (Cut{Down: true, Answered: t0}) {
+		t.Errorf("cut off, no lease held at the last check: %+v", m)
+	}
+
+	// far answers again: back less than a lease ago, its leases are still
+	// held, and it is no longer down.
+	now = now.Add(time.Second)
+	g.SiteAnswered("far", now, now, true, lease)
+	g.Stalled(now, time.Hour)
+	if !hold(1, "far", t0) {
+		t.Fatal("a lease of a site back less than a lease ago is not held")
+	}
+	if m := cuts(); len(m) != 1 || m["far"] != (Cut{Placeholders: 1, Leases: 1, Until: t0.Add(grace)}) {
+		t.Errorf("back, a lease held: %+v", m)
+	}
+
+	// Its placeholders heartbeat: no lease lapses, nothing is shown.
+	now = now.Add(time.Second)
+	g.Stalled(now, time.Hour)
+	if m := cuts(); len(m) != 0 {
+		t.Errorf("back, nothing held: %+v", m)
+	}
+
+	g.SiteAnswered("far", now, now, false, lease)
+	g.Retire("far")
+	if m := cuts(); len(m) != 0 {
+		t.Errorf("a removed site: %+v", m)
 	}
 }

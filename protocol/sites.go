@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // LocalSite is the site name of the CLS's own placeholders, on the CLS
 // host (cls serve --local).
@@ -123,6 +126,49 @@ type SiteInfo struct {
 	// not (such a placeholder exits once its jobs end), the latest first,
 	// MaxBroken at most. The CLS stores them: a restart keeps them.
 	Broken []BrokenPlaceholder `json:"broken,omitempty"`
+	// Unreachable says a remote site's last listing failed: the network
+	// between it and the CLS may be cut. AnsweredAt is when it last
+	// answered (zero: not since the CLS started).
+	Unreachable bool      `json:"unreachable,omitempty"`
+	AnsweredAt  time.Time `json:"answered_at,omitzero"`
+	// HeldPlaceholders and HeldLeases count the site's silent
+	// placeholders, and the attempts they run, whose lapsed leases the CLS
+	// holds because the site may be cut off (cls serve --partition-grace):
+	// their jobs stay Running. HeldUntil is when the last of those holds
+	// runs out, unless the site is back first.
+	HeldPlaceholders int       `json:"held_placeholders,omitempty"`
+	HeldLeases       int       `json:"held_leases,omitempty"`
+	HeldUntil        time.Time `json:"held_until,omitzero"`
+}
+
+// CutNote says what s says of a site that does not answer or whose
+// leases are held, its times as clock writes them: "unreachable since
+// 14:02:11, 3 placeholders' 7 jobs held until 14:32:11"; "" for a site
+// that answers with none held.
+func (s SiteInfo) CutNote(clock func(time.Time) string) string {
+	var note string
+	switch {
+	case !s.Unreachable:
+	case s.AnsweredAt.IsZero():
+		note = "unreachable, no answer since the CLS started"
+	default:
+		note = "unreachable since " + clock(s.AnsweredAt)
+	}
+	if s.HeldLeases <= 0 {
+		return note
+	}
+	if note != "" {
+		note += ", "
+	}
+	whose := fmt.Sprintf("%d placeholders'", s.HeldPlaceholders)
+	if s.HeldPlaceholders == 1 {
+		whose = "1 placeholder's"
+	}
+	jobs := "jobs"
+	if s.HeldLeases == 1 {
+		jobs = "job"
+	}
+	return fmt.Sprintf("%s%s %d %s held until %s", note, whose, s.HeldLeases, jobs, clock(s.HeldUntil))
 }
 
 // BrokenPlaceholder is a placeholder that said its node cannot run jobs.

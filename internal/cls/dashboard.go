@@ -364,10 +364,15 @@ func (d *dashSource) Sites(ctx context.Context) ([]web.Site, error) {
 			a.idle++
 		}
 	}
+	list := d.sites.mgr.List()
+	if err := d.sites.withCuts(ctx, list); err != nil {
+		return nil, err
+	}
 	var out []web.Site
-	for _, si := range d.sites.mgr.List() {
+	for _, si := range list {
 		s := web.Site{Name: si.Name, Type: si.Type, State: si.State, Error: si.Error, Min: si.Min, Max: si.Max,
-			Queued: si.Queued, Running: si.Running, Paused: si.Paused, Broken: brokenNote(si.Broken)}
+			Queued: si.Queued, Running: si.Running, Paused: si.Paused, Broken: brokenNote(si.Broken),
+			Unreachable: si.Unreachable, HeldLeases: si.HeldLeases, Cut: si.CutNote(utcClock)}
 		if a := per[si.Name]; a != nil {
 			s.Idle, s.Busy, s.Slots, s.SlotsBusy = a.idle, a.busy, a.slots, a.slotsBusy
 		}
@@ -445,6 +450,16 @@ func (c *CLS) followOutput(ctx context.Context, id int64, stderr bool) (<-chan [
 
 // brokenNote is the dashboard's word on a site's broken placeholders:
 // how many, and the latest's host and why.
+// utcClock writes a time as the dashboard does, in UTC: the clock, and
+// the day too when it is not today.
+func utcClock(t time.Time) string {
+	t = t.UTC()
+	if t.Format(time.DateOnly) != time.Now().UTC().Format(time.DateOnly) {
+		return t.Format("Jan 02 15:04:05") + " UTC"
+	}
+	return t.Format("15:04:05") + " UTC"
+}
+
 func brokenNote(bs []protocol.BrokenPlaceholder) string {
 	if len(bs) == 0 {
 		return ""

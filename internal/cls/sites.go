@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue"
 	"github.com/mq-hpc/mq/internal/metaqueue/ledger"
+	"github.com/mq-hpc/mq/internal/metaqueue/placeholders"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/internal/placeholder/capacity"
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
@@ -126,8 +128,12 @@ func (s *sites) install(srv *server.Server) {
 	srv.OnBroken = s.mgr.Broken
 	srv.Files = s.hub
 	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
-	server.Route(srv, protocol.OpSiteList, func(context.Context, protocol.Empty) (protocol.SiteList, error) {
-		return protocol.SiteList{Sites: s.shown(s.mgr.List())}, nil
+	server.Route(srv, protocol.OpSiteList, func(ctx context.Context, _ protocol.Empty) (protocol.SiteList, error) {
+		list := s.shown(s.mgr.List())
+		if err := s.withCuts(ctx, list); err != nil {
+			return protocol.SiteList{}, err
+		}
+		return protocol.SiteList{Sites: list}, nil
 	})
 	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)
@@ -148,6 +154,33 @@ func (s *sites) shown(list []protocol.SiteInfo) []protocol.SiteInfo {
 		}
 	}
 	return list
+}
+
+// withCuts adds to list what the store says of the remote sites that do
+// not answer, and of their placeholders' leases it holds meanwhile
+// (Store.SiteCuts). A list of local sites only does not ask the core.
+func (s *sites) withCuts(ctx context.Context, list []protocol.SiteInfo) error {
+	if !slices.ContainsFunc(list, func(si protocol.SiteInfo) bool { return si.Type != site.Local }) {
+		return nil
+	}
+	cuts := map[string]placeholders.Cut{}
+	if err := s.store.SiteCuts(ctx, cuts); err != nil {
+		return err
+	}
+	for i := range list {
+		c, ok := cuts[list[i].Name]
+		if !ok {
+			continue
+		}
+		list[i].Unreachable, list[i].HeldPlaceholders, list[i].HeldLeases = c.Down, c.Placeholders, c.Leases
+		if c.Down {
+			list[i].AnsweredAt = c.Answered
+		}
+		if c.Leases > 0 {
+			list[i].HeldUntil = c.Until
+		}
+	}
+	return nil
 }
 
 // dataRoot is where files staged at a remote site live on its login host:

@@ -134,6 +134,8 @@ var (
 	slotsDesc     = prometheus.NewDesc("mq_site_slots", "Job slots of a site's connected placeholders.", []string{"site"}, nil)
 	slotsBusyDesc = prometheus.NewDesc("mq_site_slots_busy", "Job slots of a site running a job now.", []string{"site"}, nil)
 	siteDesc      = prometheus.NewDesc("mq_site_up", "1 for the state a site is in (starting, ok, throttled, degraded).", []string{"site", "state"}, nil)
+	unreachDesc   = prometheus.NewDesc("mq_site_unreachable", "1 when a remote site's last listing failed: a network cut may part it from the CLS.", []string{"site"}, nil)
+	heldDesc      = prometheus.NewDesc("mq_site_held_leases", "Attempts of a site's silent placeholders whose lapsed leases the CLS holds while the site may be cut off (their jobs stay Running).", []string{"site"}, nil)
 	xferDesc      = prometheus.NewDesc("mq_transfers_total", "Data staging transfers made.", nil, nil)
 	xferFailDesc  = prometheus.NewDesc("mq_transfers_failed_total", "Data staging transfers that failed.", nil, nil)
 	xferBytesDesc = prometheus.NewDesc("mq_transfer_bytes_total", "Bytes moved by data staging.", nil, nil)
@@ -150,7 +152,7 @@ const otherQueues = "other queues"
 type sourceCollector struct{ src Source }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, queuesDesc, phDesc, slotsDesc, slotsBusyDesc, siteDesc, xferDesc, xferFailDesc, xferBytesDesc, xferSecsDesc, scrapeErrDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, queuesDesc, phDesc, slotsDesc, slotsBusyDesc, siteDesc, unreachDesc, heldDesc, xferDesc, xferFailDesc, xferBytesDesc, xferSecsDesc, scrapeErrDesc} {
 		ch <- d
 	}
 }
@@ -202,6 +204,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(siteDesc, prometheus.GaugeValue, v, s.Name, st)
 		}
+		unreachable := 0.0
+		if s.Unreachable {
+			unreachable = 1
+		}
+		ch <- prometheus.MustNewConstMetric(unreachDesc, prometheus.GaugeValue, unreachable, s.Name)
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(s.HeldLeases), s.Name)
 	}
 	moved, err := c.src.Moved(ctx)
 	fail("transfers", err)

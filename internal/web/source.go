@@ -45,6 +45,14 @@ type Site struct {
 	// cannot run jobs (a job's processes survived SIGKILL), how many and
 	// the latest's host and why ("" when none).
 	Broken string `json:"broken,omitempty"`
+	// Unreachable: a remote site whose last listing failed (a network cut
+	// may part it from the CLS); HeldLeases: the attempts of its silent
+	// placeholders whose lapsed leases the CLS holds meanwhile, their jobs
+	// still Running; Cut says both, and since and until when ("" when
+	// neither).
+	Unreachable bool   `json:"unreachable,omitempty"`
+	HeldLeases  int    `json:"held_leases,omitempty"`
+	Cut         string `json:"cut,omitempty"`
 }
 
 // Follow streams a job's output as it is written: chunks of stdout (or

@@ -59,7 +59,8 @@ func (f *fakeSource) Moved(context.Context) (*protocol.MovedTotals, error) {
 
 func (f *fakeSource) Sites(context.Context) ([]Site, error) {
 	return []Site{{Name: "local", Type: "local", State: "ok", Running: 2, Idle: 1, Busy: 1, Slots: 2, SlotsBusy: 1, Min: 2, Max: 2, Paused: 1},
-		{Name: "grid", Type: "sge", State: "degraded", Error: hostile, Queued: 3, Broken: "1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)"}}, nil
+		{Name: "grid", Type: "sge", State: "degraded", Error: hostile, Queued: 3, Broken: "1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)",
+			Unreachable: true, HeldLeases: 7, Cut: "unreachable since 12:02:11 UTC, 3 placeholders' 7 jobs held until 12:32:11 UTC"}}, nil
 }
 
 func (f *fakeSource) JobsPage(_ context.Context, st protocol.Stat, after int64, limit int) ([]protocol.JobInfo, error) {
@@ -178,7 +179,7 @@ func TestPages(t *testing.T) {
 		want []string
 	}{
 		{"/", 200, []string{`id="total-Q">6<`, `id="total-D">3<`, "Jobs per state", "degraded", `<svg`, "moved 2 files", "1 paused: output disk nearly full or refusing writes",
-			"1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)"}},
+			"1 broken, their node cannot run jobs (latest: placeholder 7 on n7: stuck)", "unreachable since 12:02:11 UTC, 3 placeholders&#39; 7 jobs held until 12:32:11 UTC"}},
 		{"/jobs", 200, []string{`href="./job/1"`, `id="next"`, "after=100"}},
 		{"/jobs?after=200", 200, []string{`href="./job/250"`}},
 		{"/jobs?state=Z", 400, nil},
@@ -532,6 +533,10 @@ func TestMetricsParse(t *testing.T) {
 		{"mq_placeholders", map[string]string{"site": "local", "state": "idle"}, 1},
 		{"mq_site_slots", map[string]string{"site": "local"}, 2},
 		{"mq_site_up", map[string]string{"site": "grid", "state": "degraded"}, 1},
+		{"mq_site_unreachable", map[string]string{"site": "grid"}, 1},
+		{"mq_site_unreachable", map[string]string{"site": "local"}, 0},
+		{"mq_site_held_leases", map[string]string{"site": "grid"}, 7},
+		{"mq_site_held_leases", map[string]string{"site": "local"}, 0},
 		{"mq_transfer_bytes_total", nil, 3000},
 	} {
 		if got := val(tc.name, tc.labels); got != tc.want {

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/policy"
@@ -252,6 +253,8 @@ func siteSizeText(s protocol.SiteSpec) string {
 }
 
 func printSites(w io.Writer, sites []protocol.SiteInfo) {
+	now := time.Now()
+	clock := func(t time.Time) string { return acct.ShortTime(t.Format(time.RFC3339Nano), now) }
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tTYPE\tSTATE\tMIN-MAX\tQUEUED\tRUNNING\tEXITED\tCONNECTED\tQUEUE WAIT\tWHERE")
 	for _, s := range sites {
@@ -311,6 +314,11 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 				on = " on " + b.Host
 			}
 			where += fmt.Sprintf(" (%d broken in the last day, their node cannot run jobs: drain it; latest placeholder %d%s: %s)", len(s.Broken), b.ID, on, b.Why)
+		}
+		if cut := s.CutNote(clock); cut != "" {
+			// A network cut: its silent placeholders' jobs stay Running
+			// until it answers again or the partition grace runs out.
+			where += " (" + cut + ")"
 		}
 		if s.Error != "" {
 			where += ": " + strings.ReplaceAll(s.Error, "\n", " ")

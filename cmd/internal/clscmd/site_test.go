@@ -70,6 +70,43 @@ func TestPrintSitesEmbedded(t *testing.T) {
 	}
 }
 
+// cls site list says on a site's line that it does not answer, since
+// when, and whose jobs the CLS holds until when; a site that answers gets
+// nothing extra.
+func TestPrintSitesCut(t *testing.T) {
+	y, m, d := time.Now().Date()
+	at := time.Date(y, m, d, 12, 2, 11, 0, time.Local) // today: the clock alone
+	until := at.Add(30 * time.Minute)
+	clock := func(t time.Time) string { return t.Format("15:04:05") }
+	var b bytes.Buffer
+	printSites(&b, []protocol.SiteInfo{
+		{SiteSpec: protocol.SiteSpec{Name: "ok", Type: "slurm", SSH: "u@ok", Max: 4}, State: "ok", Running: 2},
+		{SiteSpec: protocol.SiteSpec{Name: "cut", Type: "slurm", SSH: "u@cut", Max: 4}, State: "ok", Running: 3,
+			Unreachable: true, AnsweredAt: at, HeldPlaceholders: 3, HeldLeases: 7, HeldUntil: until},
+		{SiteSpec: protocol.SiteSpec{Name: "fresh", Type: "sge", SSH: "u@fresh", Max: 4}, State: "degraded", Error: "ssh: no route to host", Unreachable: true},
+		{SiteSpec: protocol.SiteSpec{Name: "back", Type: "pbs", SSH: "u@back", Max: 4}, State: "ok", Running: 1,
+			HeldPlaceholders: 1, HeldLeases: 1, HeldUntil: until},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("cls site list:\n%s", b.String())
+	}
+	for i, want := range []string{
+		"u@ok (data .mq-data/CLSID)",
+		"u@cut (data .mq-data/CLSID) (unreachable since " + clock(at) + ", 3 placeholders' 7 jobs held until " + clock(until) + ")",
+		"u@fresh (data .mq-data/CLSID) (unreachable, no answer since the CLS started): ssh: no route to host",
+		"u@back (data .mq-data/CLSID) (1 placeholder's 1 job held until " + clock(until) + ")",
+	} {
+		if !strings.HasSuffix(lines[i+1], want) {
+			t.Errorf("line %d: %q\nwant it to end %q", i+1, lines[i+1], want)
+		}
+	}
+	if strings.Contains(lines[1], "unreachable") || strings.Contains(lines[1], "held") {
+		t.Errorf("a site that answers: %q", lines[1])
+	}
+	t.Logf("cls site list:\n%s", b.String())
+}
+
 // cls site list, site remove and queue list escape what the CLS sends.
 func TestListsEscapePeerText(t *testing.T) {
 	h := clitest.Hostile

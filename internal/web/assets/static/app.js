@@ -103,6 +103,12 @@ function renderSites(sites) {
       b.textContent = " " + clip(s.broken, 300);
       st.appendChild(b);
     }
+    if (s.cut) {
+      const c = document.createElement("span");
+      c.className = "err";
+      c.textContent = " " + clip(s.cut, 200);
+      st.appendChild(c);
+    }
     tr.appendChild(st);
     for (const k of ["queued", "running", "idle", "busy"]) tr.appendChild(cell(s[k], "n"));
     tr.appendChild(cell(s.slots_busy + " / " + s.slots, "n"));

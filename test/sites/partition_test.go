@@ -49,6 +49,16 @@ func TestPartitionKeepsJobs(t *testing.T) {
 	if js := c.jobs("E"); len(js) != 1 || js[0].Attempts != 1 {
 		t.Fatalf("behind the cut: executing %+v, want the job in attempt 1", js)
 	}
+	// cls site list says so: the site does not answer, and the CLS holds
+	// its placeholder's lease.
+	eventually(t, time.Minute, "cls site list saying the site is cut off and its job held", func() bool {
+		for _, line := range strings.Split(c.must("cls", "site", "list"), "\n") {
+			if strings.HasPrefix(line, "cut ") {
+				return strings.Contains(line, "unreachable since ") && strings.Contains(line, "1 placeholder's 1 job held until ")
+			}
+		}
+		return false
+	})
 	if err := os.WriteFile(gate, nil, 0o644); err != nil { // it ends behind the cut
 		t.Fatal(err)
 	}

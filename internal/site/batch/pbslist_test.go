@@ -72,6 +72,9 @@ type pbsListCase struct {
 // and qstat, by /bin/sh and by bash (the /bin/sh of some login hosts).
 func TestPBSListAsksForTheSelectedJobs(t *testing.T) {
 	const name = "mq-pbsA-abc123"
+	if cmd := (PBS{}).ListCommand(name); strings.Contains(cmd, "\n") {
+		t.Errorf("the listing has a newline, which a csh login shell refuses in quotes: %q", cmd)
+	}
 	shells := []string{"sh"}
 	if _, err := exec.LookPath("bash"); err == nil {
 		shells = append(shells, "bash")
@@ -240,7 +243,8 @@ func TestPBSParseBatches(t *testing.T) {
 		{"a status not a number", head + doc("1.s R") + "\nmq-qstat=x\n", nil, "not followed by its exit status"},
 		{"a status negative", head + doc("1.s R") + "\nmq-qstat=-1\n", nil, "not followed by its exit status"},
 		{"a status empty", head + doc("1.s R") + "\nmq-qstat=\n", nil, "not followed by its exit status"},
-		{"a status too large", head + doc("1.s R") + "\nmq-qstat=1000\n", nil, "not followed by its exit status"},
+		{"a status too large", head + doc("1.s R") + "\nmq-qstat=256\n", nil, "not followed by its exit status"},
+		{"a status far too large", head + doc("1.s R") + "\nmq-qstat=1000\n", nil, "not followed by its exit status"},
 		{"a job in two documents", head + doc("1.s R") + "\nmq-qstat=0\n" + doc("1.s Q") + "\nmq-qstat=0\n", nil, "listed twice"},
 		{"a job in two texts", head + text("1.s", "R") + "\nmq-qstat=0\n" + text("1.s", "Q") + "\nmq-qstat=0\n", nil, "listed twice"},
 		{"a job in a document and a text", head + doc("1.s R") + "\nmq-qstat=0\n" + text("1.s", "Q") + "\nmq-qstat=0\n", nil, "listed twice"},

@@ -100,11 +100,14 @@ func pbsBatches(out []byte) (jobs map[string]pbsJob, batches int, err error) {
 			listed = len(jobs) > n // text holds no document: a job is what shows it is a listing
 		}
 		line, rest, _ := bytes.Cut(bytes.TrimLeft(out, " \t\r\n"), []byte("\n"))
-		s, ok := bytes.CutPrefix(bytes.TrimSpace(line), mark)
-		if !ok || len(s) > 3 || !isDigits(string(s)) {
+		status := -1
+		if s, ok := bytes.CutPrefix(bytes.TrimSpace(line), mark); ok && len(s) <= 3 && isDigits(string(s)) {
+			status, _ = strconv.Atoi(string(s))
+		}
+		if status < 0 || status > 255 {
 			return nil, 0, fmt.Errorf("qstat's listing of batch %d is not followed by its exit status (%s line): cut short", batches+1, pbsStatusMark)
 		}
-		if status, _ := strconv.Atoi(string(s)); status != 0 && !listed {
+		if status != 0 && !listed {
 			return nil, 0, fmt.Errorf("qstat exited with status %d and printed no listing", status)
 		}
 		out = rest

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,7 @@ import (
 	"github.com/mq-hpc/mq/internal/shellwords"
 )
 
-func read(t *testing.T, name string) []byte {
+func read(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -36,22 +37,44 @@ func pbsListing(user string, out []byte) []byte {
 }
 
 // pbsListingOf is out as PBS.ListCommand prints it when the login user
-// is user and qselect selects ids.
+// is user and qselect selects ids: one batch, qstat's status 0 after it
+// (none when it printed nothing: the ids are then none).
 func pbsListingOf(user, ids string, out []byte) []byte {
-	return append([]byte("mq-owner="+user+"\nmq-ids="+ids+"\n"), out...)
+	b := append([]byte("mq-owner="+user+"\nmq-ids="+ids+"\n"), out...)
+	if len(bytes.TrimSpace(out)) > 0 {
+		b = append(b, pbsDone...)
+	}
+	return b
 }
+
+// pbsDone is the line ListCommand prints after a qstat that exited 0.
+const pbsDone = "\nmq-qstat=0\n"
 
 // pbsListedID finds job ids in JSON and text listings.
 var pbsListedID = regexp.MustCompile(`"([0-9]+(?:\[[0-9]*\])?\.[^"\s]*)":\s*\{|(?m:^Job Id: (\S+))`)
 
 // pbsRecorded is testdata file name as PBS.ListCommand prints it: the
 // real server's jobs were submitted by mqpbs, the others' by mquser.
-func pbsRecorded(t *testing.T, name string) []byte {
+func pbsRecorded(t testing.TB, name string) []byte {
 	user := "mquser"
 	if strings.HasPrefix(name, "pbs_real_") {
 		user = "mqpbs"
 	}
 	return pbsListing(user, read(t, name))
+}
+
+// fakeCommands writes stand-ins for a batch system's commands, each a
+// /bin/sh script of the body given, to a directory of the test's, and
+// returns the environment that finds them first on PATH.
+func fakeCommands(t *testing.T, scripts map[string]string) []string {
+	t.Helper()
+	bin := t.TempDir()
+	for cmd, body := range scripts {
+		if err := os.WriteFile(filepath.Join(bin, cmd), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 }
 
 type want struct {
@@ -213,9 +236,9 @@ func TestParseListRefusesGarbage(t *testing.T) {
 		// number longer than any, is not a job's.
 		{Slurm{}, "--help|RUNNING|2026-11-22T06:00:58|N/A|None|n\n"},
 		{SGE{}, "<job_info><queue_info><job_list><JB_job_number>123456789012345678901</JB_job_number><JB_name>n</JB_name></job_list></queue_info></job_info>"},
-		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}"},
-		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}"},
-		{PBS{}, "mq-owner=u\nmq-ids=1.s\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n"},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\"}}}" + pbsDone},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\n{\"Jobs\":{\"1.s\":{\"Job_Name\":\"n\",\"Job_Owner\":\"u@h\",\"job_state\":\"?\"}}}" + pbsDone},
+		{PBS{}, "mq-owner=u\nmq-ids=1.s\nJob Id: 1.s\n    Job_Name = n\n    Job_Owner = u@h\n" + pbsDone},
 	} {
 		if ps, err := tc.batch.ParseList([]byte(tc.out), "n"); err == nil {
 			t.Errorf("%T.ParseList(%q) = %v, want an error", tc.batch, tc.out, ps)
@@ -420,9 +443,9 @@ func TestSuspendedStates(t *testing.T) {
 		{SGE{}, sge("hr"), Running},
 		{SGE{}, sge("t"), Running},
 		{Slurm{}, "5|SUSPENDED|2026-11-22T06:00:58|2026-11-22T06:00:58|n\n", Suspended},
-		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = S\n", Suspended},
-		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = U\n", Suspended},
-		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = R\n", Running},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = S\n" + pbsDone, Suspended},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = U\n" + pbsDone, Suspended},
+		{PBS{}, "mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = n\n    Job_Owner = u@h\n    job_state = R\n" + pbsDone, Running},
 	} {
 		ps, err := tc.batch.ParseList([]byte(tc.out), "n")
 		if err != nil || len(ps) != 1 || ps[0].State != tc.want {
@@ -449,8 +472,8 @@ func TestWhyQueued(t *testing.T) {
 		{Slurm{}, read(t, "slurm_squeue_held.txt"), []why{{"490", Queued, "JobHeldAdmin"}, {"491", Running, ""}}},
 		{SGE{}, read(t, "sge_qstat_held.xml"), []why{{"558", Queued, "held"}, {"559", Running, ""}}},
 		{Slurm{}, []byte("7|PENDING|2026-11-22T06:00:58|N/A|None|mq-rec\n8|PENDING|2026-11-22T06:00:58|N/A|PartitionTimeLimit|mq-rec\n"), []why{{"7", Queued, ""}, {"8", Queued, "PartitionTimeLimit"}}},
-		{PBS{}, []byte("mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = H\n"), []why{{"5.s", Queued, "held"}}},
-		{PBS{}, []byte("mq-owner=u\nmq-ids=6.s\nJob Id: 6.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n"), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
+		{PBS{}, []byte("mq-owner=u\nmq-ids=5.s\nJob Id: 5.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = H\n" + pbsDone), []why{{"5.s", Queued, "held"}}},
+		{PBS{}, []byte("mq-owner=u\nmq-ids=6.s\nJob Id: 6.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = Not Running: Insufficient amount of resource: ncpus \n" + pbsDone), []why{{"6.s", Queued, "Not Running: Insufficient amount of resource: ncpus"}}},
 	} {
 		ps, err := tc.batch.ParseList(tc.out, "mq-rec")
 		if err != nil {
@@ -468,11 +491,13 @@ func TestWhyQueued(t *testing.T) {
 	}
 }
 
-// qstat -f lists every user's jobs: another user of the cluster, who sees
-// the placeholders' name there, can submit jobs of that name. They are
-// not placeholders: counted as queued ones the CLS would submit no more,
-// and running ones that never connect would degrade the site. The
-// listing is run as the site runs it, with a stand-in qstat and id.
+// Another user of the cluster, who sees the placeholders' name in qstat,
+// can submit jobs of that name. They are not placeholders: counted as
+// queued ones the CLS would submit no more, and running ones that never
+// connect would degrade the site. qstat is asked only for the jobs
+// qselect selects, but should it list others' (as it does given no ids),
+// they are still not taken. The listing is run as the site runs it, with
+// a stand-in qstat and id.
 func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 	const name = "mq-pbsA-abc123"
 	job := func(owner, state string) string {
@@ -485,20 +510,15 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 		`"4.pbsserver":` + job("mquser2@login1", "Q") + `,` +
 		`"5.pbsserver":` + job("mquser@login2", "Q") + `,` +
 		`"6.pbsserver":` + job("", "Q") + `}}`
-	bin := t.TempDir()
-	for cmd, script := range map[string]string{
-		"qstat": "#!/bin/sh\n[ \"$*\" = '-f -F json' ] || exit 2\nprintf '%s\\n' " + shellwords.Quote(listing) + "\n",
-		"id":    "#!/bin/sh\n[ \"$*\" = '-un' ] || exit 2\necho mquser\n",
+	env := fakeCommands(t, map[string]string{
+		"qstat": "[ \"$*\" = '-f -F json -E 1.pbsserver 2.pbsserver 3.pbsserver 4.pbsserver 5.pbsserver 6.pbsserver' ] || exit 2\nprintf '%s\\n' " + shellwords.Quote(listing) + "\n",
+		"id":    "[ \"$*\" = '-un' ] || exit 2\necho mquser\n",
 		// It selects every job here, so the owner check is what keeps
 		// mquser's.
-		"qselect": "#!/bin/sh\n[ \"$*\" = '-u mquser -N " + name + "' ] || exit 2\nfor i in 1 2 3 4 5 6; do echo $i.pbsserver; done\n",
-	} {
-		if err := os.WriteFile(filepath.Join(bin, cmd), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"qselect": "[ \"$*\" = '-u mquser -N " + name + "' ] || exit 2\nfor i in 1 2 3 4 5 6; do echo $i.pbsserver; done\n",
+	})
 	cmd := exec.Command("sh", "-c", PBS{}.ListCommand(name))
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s: %v", PBS{}.ListCommand(name), err)
@@ -525,7 +545,7 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 		}
 	}
 	// What a login shell prints before it is skipped.
-	if ps, err := (PBS{}).ParseList([]byte("Welcome to the cluster\nmq-owner=mquser\nmq-ids=1.pbsserver 5.pbsserver\n"+listing), name); err != nil || len(ps) != 2 {
+	if ps, err := (PBS{}).ParseList([]byte("Welcome to the cluster\nmq-owner=mquser\nmq-ids=1.pbsserver 5.pbsserver\n"+listing+pbsDone), name); err != nil || len(ps) != 2 {
 		t.Errorf("after a banner: %v, %v; want mquser's 2 jobs", ps, err)
 	}
 }

@@ -59,30 +59,62 @@ func (PBS) ParseSubmit(out []byte) (string, error) {
 	return l, nil
 }
 
-// ListCommand lists every job in full as JSON (PBS Pro 18 and later),
-// after a line naming the login user (pbsOwnerMark) and one naming the
-// ids of the user's jobs of the name, as the server selects them
-// (pbsIDsMark). qstat -f can select neither by name nor by owner, and it
-// lists every user's jobs (OpenPBS's default query_other_jobs = True), so
-// ParseList keeps the user's jobs of the name: another user of the
-// cluster, who sees our placeholders' name in qstat, could otherwise
-// submit jobs of that name for the CLS to take for its own, as
-// placeholders queued (it then submits no more) or running that never
-// connect (the site is then degraded). Their jobs' values are theirs, and
-// PBS versions have written them into the JSON unescaped: a value could
-// then list a job of its own making. The ids qselect prints are the
+// ListCommand asks qselect for the ids of the user's jobs of the name,
+// then qstat for those jobs in full, as JSON (PBS Pro 18 and later). It
+// prints a line naming the login user (pbsOwnerMark) and one naming the
+// ids (pbsIDsMark), then qstat's listing of each batch of pbsBatch ids,
+// each followed by a line with qstat's exit status (pbsStatusMark).
+// qstat given no ids lists every user's jobs (OpenPBS's default
+// query_other_jobs = True), and selects by neither name nor owner: on a
+// large cluster hundreds of megabytes at every poll, and a load on the
+// server. So it is given the ids, in batches that keep its command line
+// short (-E: one request to the server for each batch rather than one for
+// each job), and not run at all when there are none.
+//
+// qstat fails when a job it is given has ended since qselect named it
+// ("Unknown Job Id", or "Job has finished" where the server keeps job
+// history), and lists the others all the same: such a job is simply not
+// listed. Any other error of qstat fails the command, in qstat's words,
+// and so does a failure it gives no reason for. The status lines let
+// ParseList tell a qstat that failed and printed nothing from one whose
+// jobs had all ended, and a listing cut short from a whole one. Only what
+// has a job id's form (pbsIDPattern) is passed to qstat, so that no id
+// can read as an option.
+//
+// ParseList keeps the user's jobs of the name among those the ids name.
+// Another user of the cluster, who sees our placeholders' name in qstat,
+// could otherwise submit jobs of that name for the CLS to take for its
+// own, as placeholders queued (it then submits no more) or running that
+// never connect (the site is then degraded). Their values are theirs,
+// and PBS versions have written them into the JSON unescaped: a value
+// could then list a job of its own making. The ids qselect prints are the
 // server's, not any job's values, so only a job they name is kept.
 func (PBS) ListCommand(name string) string {
 	return `printf '` + pbsOwnerMark + `%s\n' "$(id -un)" && ids=$(qselect -u "$(id -un)" -N ` + shellwords.Quote(name) + `) && ` +
-		`printf '` + pbsIDsMark + `%s\n' "$(printf '%s' "$ids" | tr '\n' ' ')" && qstat -f -F json`
+		`printf '` + pbsIDsMark + `%s\n' "$(printf '%s' "$ids" | tr '\n' ' ')" && ` +
+		`mq_qstat() { { e=$(qstat -f -F json -E "$@" 2>&1 >&3 3>&-); s=$?; } 3>&1; printf '\n` + pbsStatusMark + `%s\n' "$s"; ` +
+		`[ "$s" -eq 0 ] || { [ -n "$e" ] && ! printf '%s\n' "$e" | grep -v -e '^qstat: Unknown Job Id ' -e '^qstat: [^ ]* Job has finished' >&2; } || ` +
+		`{ echo "qstat: exit status $s" >&2; return "$s"; }; } && ` +
+		`{ [ -z "$ids" ] || printf '%s\n' "$ids" | LC_ALL=C grep -E '` + pbsIDPattern + `' | ` +
+		`{ set --; while read -r j; do set -- "$@" "$j"; [ $# -lt ` + strconv.Itoa(pbsBatch) + ` ] || { mq_qstat "$@" || exit; set --; }; done; [ $# -eq 0 ] || mq_qstat "$@"; }; }`
 }
+
+// pbsBatch is how many ids one qstat is given: a job id has at most
+// pbsJobIDMax bytes, so their command line stays far below any limit.
+const pbsBatch = 100
+
+// pbsIDPattern is the form of a job id (as pbsValidID has it, its length
+// aside) in grep -E's words: only ids of this form are passed to qstat.
+const pbsIDPattern = `^[0-9]+(\[[0-9]*])?(\.[-A-Za-z0-9._]*)?$`
 
 // pbsOwnerMark starts the line ListCommand prints before the listing,
 // with the login user's name after it; pbsIDsMark the line after it, with
-// the ids of the user's jobs of the name.
+// the ids of the user's jobs of the name; pbsStatusMark the line after
+// each qstat, with its exit status.
 const (
-	pbsOwnerMark = "mq-owner="
-	pbsIDsMark   = "mq-ids="
+	pbsOwnerMark  = "mq-owner="
+	pbsIDsMark    = "mq-ids="
+	pbsStatusMark = "mq-qstat="
 )
 
 // pbsOwner reads the lines ListCommand prints before the listing (lines
@@ -133,28 +165,27 @@ type pbsJob struct {
 	bad bool
 }
 
-// ParseList reads `qstat -f -F json`, or the plain `qstat -f` text, and
-// keeps the login user's jobs of the name. Some PBS versions write JSON
-// that is not valid (a backslash in Variable_List not escaped, bare
-// numbers as names): pbsJSON reads it all the same, as any user of the
-// cluster can make the listing so.
+// ParseList reads ListCommand's output: `qstat -f -F json`, or the plain
+// `qstat -f` text, of each batch of ids (pbsBatches), and keeps the login
+// user's jobs of the name. Some PBS versions write JSON that is not valid
+// (a backslash in Variable_List not escaped, bare numbers as names):
+// pbsJSON reads it all the same, as a job's values can make the listing
+// so.
 func (PBS) ParseList(out []byte, name string) ([]Placeholder, error) {
 	user, ids, out, err := pbsOwner(out)
 	if err != nil {
 		return nil, err
 	}
-	t := bytes.TrimSpace(out)
-	if len(t) == 0 {
-		return nil, nil // qstat prints nothing when there are no jobs
-	}
-	var jobs map[string]pbsJob
-	if t[0] == '{' {
-		jobs, err = pbsJSON(t)
-	} else {
-		jobs, err = pbsText(t)
-	}
+	jobs, batches, err := pbsBatches(out)
 	if err != nil {
 		return nil, err
+	}
+	if batches == 0 {
+		for id := range ids {
+			if pbsValidID(id) == nil {
+				return nil, fmt.Errorf("qstat's listing of job %s is missing", truncate(id, 50))
+			}
+		}
 	}
 	var ps []Placeholder
 	for id, j := range jobs {

@@ -40,6 +40,10 @@ func pbsSeeds(f *testing.F) {
 		f.Add(pbsListing("mquser", b))
 		f.Add(pbsListing("mqpbs", b))
 	}
+	// Two batches: the recorded listing, then one whose jobs all ended
+	// since qselect named them.
+	real, empty := pbsRecorded(f, "pbs_real_qstat.json"), read(f, "pbs_real_empty.json")
+	f.Add(append(append(real, empty...), "\nmq-qstat=153\n"...))
 }
 
 // Whatever qstat prints, PBS.ParseList does not panic and yields only

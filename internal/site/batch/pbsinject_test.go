@@ -145,7 +145,7 @@ func TestPBSInjection(t *testing.T) {
 // over and over (a megabyte of qstat took gigabytes).
 func TestPBSLongValueBounded(t *testing.T) {
 	out := "mq-owner=u\nmq-ids=1.s\nJob Id: 1.s\n    Job_Name = mq-rec\n    Job_Owner = u@h\n    job_state = Q\n    comment = x\n" +
-		strings.Repeat("\t"+strings.Repeat("a", 19)+"\n", 50000)
+		strings.Repeat("\t"+strings.Repeat("a", 19)+"\n", 50000) + pbsDone
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	ps, err := PBS{}.ParseList([]byte(out), "mq-rec")

@@ -1,21 +1,25 @@
 package batch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// qstat -f lists every user's jobs, and the values of a job's attributes
-// are its owner's to choose (its name, its environment in Variable_List,
-// its qsub arguments). The parsers below therefore take structure only
-// where the format puts it and never from inside a value: a value that
-// looks like another job, or like an attribute of its own job, stays a
-// value. A job that names an attribute we read twice, or gives one a value
-// that is no string, cannot be told apart from one whose value was
-// written to look like attributes: it is marked bad and never taken for
-// one of ours (our placeholders' attributes are ours and plain).
+// qstat -f is given only the ids qselect selected, the user's own jobs,
+// but the parsers below do not rely on it: a listing of every user's jobs
+// (what qstat prints when given no ids) holds values each job's owner
+// chooses (its name, its environment in Variable_List, its qsub
+// arguments). They therefore take structure only where the format puts
+// it and never from inside a value: a value that looks like another job,
+// or like an attribute of its own job, stays a value. A job that names an
+// attribute we read twice, or gives one a value that is no string, cannot
+// be told apart from one whose value was written to look like
+// attributes: it is marked bad and never taken for one of ours (our
+// placeholders' attributes are ours and plain).
 
 // pbsMaxValue bounds what is kept of an attribute's value: ours are short
 // (a name, user@host, a state letter, a time, the scheduler's comment).
@@ -57,16 +61,69 @@ func (j *pbsJob) set(key, val string, seen map[string]bool) {
 	*f = truncate(val, pbsMaxValue)
 }
 
-// pbsJSON reads `qstat -f -F json` with a scanner that takes what some PBS
-// versions write and JSON does not allow (a backslash not escaped, raw
-// control characters, bare words as values), so a job's odd value cannot
-// make the whole listing unreadable, yet it finds structure only outside
-// strings. A job id listed twice fails the listing: which one is real
-// cannot be told.
-func pbsJSON(b []byte) (map[string]pbsJob, error) {
+// pbsBatches reads what ListCommand prints after the ids: for each batch
+// of ids, qstat's listing (a JSON document, or plain text) and the line
+// with qstat's exit status, and returns the jobs listed and the number of
+// batches. A status other than 0 is that of jobs that ended since qselect
+// named them (the command fails at any other error of qstat): the
+// listing of the others counts. But a qstat that failed and printed no
+// listing did not run as asked (qstat -F json prints its document
+// whatever it found), and a listing not followed by its status was cut
+// short: either fails the listing, as a job it leaves out would be taken
+// for ended. A job id listed twice, in one batch or two, fails it too:
+// which one is real cannot be told.
+func pbsBatches(out []byte) (jobs map[string]pbsJob, batches int, err error) {
+	jobs = map[string]pbsJob{}
+	mark := []byte(pbsStatusMark)
+	for {
+		if out = bytes.TrimLeft(out, " \t\r\n"); len(out) == 0 {
+			return jobs, batches, nil
+		}
+		listed := false
+		switch {
+		case out[0] == '{':
+			if out, err = pbsJSON(out, jobs); err != nil {
+				return nil, 0, err
+			}
+			listed = true
+		case !bytes.HasPrefix(out, mark):
+			text := out
+			if i := bytes.Index(out, append([]byte("\n"), mark...)); i >= 0 {
+				text, out = out[:i+1], out[i+1:]
+			} else {
+				out = nil
+			}
+			n := len(jobs)
+			if err := pbsText(text, jobs); err != nil {
+				return nil, 0, err
+			}
+			listed = len(jobs) > n // text holds no document: a job is what shows it is a listing
+		}
+		line, rest, _ := bytes.Cut(bytes.TrimLeft(out, " \t\r\n"), []byte("\n"))
+		status := -1
+		if s, ok := bytes.CutPrefix(bytes.TrimSpace(line), mark); ok && len(s) <= 3 && isDigits(string(s)) {
+			status, _ = strconv.Atoi(string(s))
+		}
+		if status < 0 || status > 255 {
+			return nil, 0, fmt.Errorf("qstat's listing of batch %d is not followed by its exit status (%s line): cut short", batches+1, pbsStatusMark)
+		}
+		if status != 0 && !listed {
+			return nil, 0, fmt.Errorf("qstat exited with status %d and printed no listing", status)
+		}
+		out = rest
+		batches++
+	}
+}
+
+// pbsJSON reads a `qstat -f -F json` document at the start of b into jobs
+// and returns what follows it. Its scanner takes what some PBS versions
+// write and JSON does not allow (a backslash not escaped, raw control
+// characters, bare words as values), so a job's odd value cannot make
+// the whole listing unreadable, yet it finds structure only outside
+// strings. A job id already in jobs fails the listing.
+func pbsJSON(b []byte, jobs map[string]pbsJob) (rest []byte, err error) {
 	sc := &pbsScanner{b: b}
-	jobs := map[string]pbsJob{}
-	err := sc.object(0, func(key string) error {
+	err = sc.object(0, func(key string) error {
 		if key != "Jobs" {
 			return sc.skip(1)
 		}
@@ -91,15 +148,10 @@ func pbsJSON(b []byte) (map[string]pbsJob, error) {
 			return err
 		})
 	})
-	if err == nil {
-		if sc.space(); sc.i < len(sc.b) {
-			err = sc.errorf("text after the listing")
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	return b[sc.i:], nil
 }
 
 type pbsScanner struct {
@@ -241,9 +293,9 @@ func (sc *pbsScanner) str() (string, error) {
 // of a line, its attributes are "    key = value" (indented by four
 // spaces), and a long value goes on over lines that start with a tab. A
 // line of no such form, inside a job, is a value that held a line break:
-// the job is marked bad.
-func pbsText(out []byte) (map[string]pbsJob, error) {
-	jobs := map[string]pbsJob{}
+// the job is marked bad. The jobs are read into jobs; a job id already
+// there fails the listing.
+func pbsText(out []byte, jobs map[string]pbsJob) error {
 	var (
 		cur  string
 		j    pbsJob
@@ -262,7 +314,7 @@ func pbsText(out []byte) (map[string]pbsJob, error) {
 			flush()
 			cur = strings.TrimSpace(line[len("Job Id: "):])
 			if _, dup := jobs[cur]; dup {
-				return nil, fmt.Errorf("qstat: job %s is listed twice", truncate(cur, 50))
+				return fmt.Errorf("qstat: job %s is listed twice", truncate(cur, 50))
 			}
 			j, seen, last = pbsJob{}, map[string]bool{}, ""
 		case cur == "" || strings.TrimSpace(line) == "":
@@ -287,7 +339,7 @@ func pbsText(out []byte) (map[string]pbsJob, error) {
 		}
 	}
 	flush()
-	return jobs, nil
+	return nil
 }
 
 // pbsJobIDMax bounds a job id: PBS's own limit is 273 bytes.

@@ -311,6 +311,11 @@ func ShortTime(s string, now time.Time) string {
 	if err != nil {
 		return protocol.Printable(s)
 	}
+	return TimeOf(t, now)
+}
+
+// TimeOf is ShortTime of a time that is not text.
+func TimeOf(t, now time.Time) string {
 	t = t.Local()
 	switch y, m, d := t.Date(); {
 	case y == now.Year() && m == now.Month() && d == now.Day():

@@ -23,6 +23,10 @@ func TestWarnNoSite(t *testing.T) {
 	const paused = "mqstat: warning: 3 placeholder(s) take no new jobs: their output disk is nearly full or refuses writes (a quota used up?): free space there (cls site list)\n"
 	const broken = "mqstat: warning: 2 placeholder(s) stopped taking jobs in the last day: their node cannot run them (latest: placeholder 7 on n7: job 9 (attempt 1): its processes did not end 60s after SIGKILL): drain the node (cls site list)\n"
 	degraded := protocol.SiteInfo{State: "degraded", Error: "ssh: connection refused"}
+	since := time.Now().Add(-5 * time.Minute)
+	until := since.Add(30 * time.Minute)
+	cut := "mqstat: warning: site far\\x1b[2J may be cut off from the CLS (unreachable since " + since.Local().Format("15:04:05") + ", 2 placeholders' 3 jobs held until " +
+		until.Local().Format("15:04:05") + "): its jobs stay E until it is back or the hold ends (cls site list)\n"
 	for _, tc := range []struct {
 		name  string
 		sites *protocol.SiteList // nil: site.list unsupported
@@ -39,6 +43,10 @@ func TestWarnNoSite(t *testing.T) {
 		{"paused, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Paused: 2}}}, []string{"--json"}, ""},
 		{"placeholders broken", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 3, Why: "old", At: time.Unix(100, 0)}}},
 			{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Host: "n7", Why: "job 9 (attempt 1): its processes did not end 60s after SIGKILL", At: time.Unix(200, 0)}}}}}, nil, broken},
+		{"a site cut off, its jobs held", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "far\x1b[2J"}, State: "degraded", Unreachable: true, AnsweredAt: since,
+			HeldPlaceholders: 2, HeldLeases: 3, HeldUntil: until}, {SiteSpec: protocol.SiteSpec{Name: "near"}, State: "ok"}}}, nil, cut},
+		{"a site cut off, nothing held", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "far"}, State: "degraded", Unreachable: true, AnsweredAt: since}, {SiteSpec: protocol.SiteSpec{Name: "near"}, State: "ok"}}}, nil, ""},
+		{"cut off, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "far"}, State: "degraded", Unreachable: true, HeldPlaceholders: 1, HeldLeases: 1, HeldUntil: until}}}, []string{"--json"}, ""},
 		{"broken, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Why: "x"}}}}}, []string{"--json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,16 +2,19 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"github.com/mq-hpc/mq/protocol"
 )
 
 // warnNoSite passes err on, after a listing or summary without error
 // warns on stderr when placeholders take no new jobs for their full
-// output disk or because their node cannot run them, and when sites there are and every one is degraded: jobs
+// output disk or because their node cannot run them, when the CLS holds
+// the leases of a site that may be cut off from it, and when sites there are and every one is degraded: jobs
 // then wait in Q with nothing in the listing to say why. --json is for
 // programs and stays silent, as do -j and --cat; a CLS that cannot list
 // its sites gets no warning.
@@ -29,6 +32,15 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 	}
 	if n, latest := brokenPlaceholders(r.Sites); n > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: %d placeholder(s) stopped taking jobs in the last day: their node cannot run them (latest: %s): drain the node (cls site list)\n", n, brokenText(latest))
+	}
+	now := time.Now()
+	for _, s := range r.Sites {
+		if s.HeldLeases > 0 {
+			// Its jobs show E but nothing is heard of them: they may run
+			// on behind a network cut, and report when it heals.
+			fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: site %s may be cut off from the CLS (%s): its jobs stay E until it is back or the hold ends (cls site list)\n",
+				protocol.Printable(s.Name), s.CutNote(func(t time.Time) string { return acct.TimeOf(t, now) }))
+		}
 	}
 	for _, s := range r.Sites {
 		if s.State != "degraded" {

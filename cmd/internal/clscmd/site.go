@@ -254,7 +254,7 @@ func siteSizeText(s protocol.SiteSpec) string {
 
 func printSites(w io.Writer, sites []protocol.SiteInfo) {
 	now := time.Now()
-	clock := func(t time.Time) string { return acct.ShortTime(t.Format(time.RFC3339Nano), now) }
+	clock := func(t time.Time) string { return acct.TimeOf(t, now) }
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SITE\tTYPE\tSTATE\tMIN-MAX\tQUEUED\tRUNNING\tEXITED\tCONNECTED\tQUEUE WAIT\tWHERE")
 	for _, s := range sites {

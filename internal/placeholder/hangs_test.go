@@ -280,7 +280,13 @@ func TestAgentSaysBroken(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	id := c.submit(protocol.JobSpec{Target: "t", Command: "exec sleep 600", Cwd: t.TempDir()})[0]
-	waitFor(t, "the job to run", func() bool { return stateOf(t, c, id) == "E" })
+	// Its process started: a kill before that finds nothing to kill (the
+	// CLS asks again at the next heartbeat; this test asks once).
+	waitFor(t, "the job's process to start", func() bool {
+		a.runMu.Lock()
+		defer a.runMu.Unlock()
+		return a.running[id] != nil
+	})
 	a.kill(protocol.JobRef{ID: id, Attempt: 1}, protocol.ReasonKilled)
 	runEnds(t, done, time.Minute, "cannot run them")
 	mu.Lock()

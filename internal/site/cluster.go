@@ -87,6 +87,14 @@ type Remote struct {
 
 var _ Site = (*Remote)(nil)
 
+// log is s.Log, or a logger that drops what it is told.
+func (s *Remote) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
 // Platform is "linux/amd64" and so on once connected.
 func (s *Remote) Platform() string {
 	p, _ := s.platform.Load().(string)

@@ -202,11 +202,10 @@ func (tunnelRunner) HostKey() ssh.PublicKey {
 	return pk
 }
 
-// A tunnel site keeps the port its running placeholders dial: a CLS
-// restarted asks the login host for the port its line there permits, and
-// cls site set rewrites the batch script on the open connection, its
-// forward untouched.
-func TestTunnelKeepsPort(t *testing.T) {
+// tunnelSites gives a tunnel site's spec, and open, which makes a site of
+// a spec over a tunnelRunner in home (the login host) that refuses port
+// taken and binds free for port 0; the binds asked for are recorded.
+func tunnelSites(t *testing.T) (protocol.SiteSpec, func(spec protocol.SiteSpec, home string, taken, free int) (*Remote, *[]string)) {
 	agent := filepath.Join(t.TempDir(), "mqagent")
 	os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -219,8 +218,7 @@ func TestTunnelKeepsPort(t *testing.T) {
 	if err := Validate(&spec); err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	open := func(spec protocol.SiteSpec, taken, free int) (*Remote, *[]string) {
+	return spec, func(spec protocol.SiteSpec, home string, taken, free int) (*Remote, *[]string) {
 		binds := &[]string{}
 		return &Remote{Spec: spec, Batch: ForType(spec.Type), JobName: "mq-s-x", Dir: ".mq-sites/x", Key: key,
 			Agent:   func(string, string) (string, error) { return agent, nil },
@@ -228,6 +226,15 @@ func TestTunnelKeepsPort(t *testing.T) {
 			Dial:    func(context.Context) (Runner, error) { return tunnelRunner{shRunner{home}, binds, taken, free}, nil },
 		}, binds
 	}
+}
+
+// A tunnel site keeps the port its running placeholders dial: a CLS
+// restarted asks the login host for the port its line there permits, and
+// cls site set rewrites the batch script on the open connection, its
+// forward untouched.
+func TestTunnelKeepsPort(t *testing.T) {
+	spec, open := tunnelSites(t)
+	home := t.TempDir()
 	script := func(r *Remote) string {
 		b, err := os.ReadFile(r.script)
 		if err != nil {
@@ -236,7 +243,7 @@ func TestTunnelKeepsPort(t *testing.T) {
 		return string(b)
 	}
 	// The first CLS: a port of the login host's choosing.
-	first, binds := open(spec, 0, 5000)
+	first, binds := open(spec, home, 0, 5000)
 	if _, err := first.runner(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +251,7 @@ func TestTunnelKeepsPort(t *testing.T) {
 		t.Fatalf("first tunnel: port %d, binds %v", first.tunnel, *binds)
 	}
 	// Restarted: the port its line permits.
-	again, binds := open(spec, 0, 5001)
+	again, binds := open(spec, home, 0, 5001)
 	if _, err := again.runner(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +259,7 @@ func TestTunnelKeepsPort(t *testing.T) {
 		t.Errorf("after a restart: binds %v, port %d; want 127.0.0.1:5000 asked and kept", *binds, again.tunnel)
 	}
 	// That port taken meanwhile: another, and the line follows it.
-	taken, tbinds := open(spec, 5000, 6000)
+	taken, tbinds := open(spec, home, 5000, 6000)
 	if _, err := taken.runner(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +272,7 @@ func TestTunnelKeepsPort(t *testing.T) {
 	// cls site set: the script anew with the new walltime, no new forward.
 	spec2 := spec
 	spec2.Walltime = 7200
-	next, _ := open(spec2, 0, 5002)
+	next, _ := open(spec2, home, 0, 5002)
 	if !again.Retarget(next) {
 		t.Fatal("a cluster site does not retarget to a cluster site")
 	}

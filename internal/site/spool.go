@@ -43,11 +43,7 @@ func (s *Remote) deliverSpool(r Runner, base, name string) {
 		return // the delivery of an earlier connection still runs
 	}
 	defer s.spooling.Store(false)
-	log := s.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("site", name)
+	log := s.log().With("site", name)
 	n, err := s.readSpool(r, base, log)
 	if n > 0 {
 		log.Info("applied the reports placeholders of the site spooled when they lost their CLS", "reports", n)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -49,12 +51,21 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 	}
 	port, err := t.Forward(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel)), s.DialCLS)
 	if err != nil && s.tunnel != 0 {
-		port, err = t.Forward("127.0.0.1:0", s.DialCLS)
+		port, err = s.reclaimPort(ctx, r, t)
 	}
 	if err != nil {
 		return nil, err
 	}
 	s.tunnel = port
+	// This connection's session holds the forward now: a cut that leaves
+	// it behind on the login host is ended by the next connection.
+	if _, err := r.Run(ctx, noteSessionCommand(path.Join(s.base, tunnelSessionFile))); err != nil {
+		var ce *ConnError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		s.log().Warn("tunnel: cannot note the login host's session for the forward; after a network cut that leaves it behind, the forward may move to another port", "site", s.Spec.Name, "err", err)
+	}
 	signer, err := ssh.ParsePrivateKey(s.Key)
 	if err != nil {
 		return nil, fmt.Errorf("placeholder key: %w", err)
@@ -118,4 +129,73 @@ func unauthorizeCommand(jobName string) string {
 	return `f="$HOME/.ssh/authorized_keys"; [ -f "$f" ] || exit 0; grep -q ' '` + Quote(tunnelMark(jobName)) + `'$' "$f" || exit 0; umask 077; ` +
 		`if command -v flock >/dev/null 2>&1; then exec 9>>"$HOME/.ssh/.mq-lock"; flock 9; fi; ` +
 		`t="$f.mq-$$"; { grep -v ' '` + Quote(tunnelMark(jobName)) + `'$' "$f"; true; } >"$t" && mv -f "$t" "$f"`
+}
+
+// reclaimPort is the forward on the tunnel's port, which a connection of
+// this site already had: the login host refused it. A network cut can
+// leave the login host's end of an earlier connection open (a firewall
+// that reset only our end, or a CLS that gave up on a silent connection
+// first), and its sshd session holds the forward until its TCP keepalive
+// finds the peer gone, hours later with the defaults. The running
+// placeholders dial that port, and their key's line permits only it. So
+// the session that held it, as noted on the login host when its forward
+// was made, is ended if it is still there (stale: not this connection's),
+// and the port asked again; if it cannot be had, another is bound, and
+// placeholders started from now on dial that.
+func (s *Remote) reclaimPort(ctx context.Context, r Runner, t Tunneler) (int, error) {
+	bind := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel))
+	out, err := r.Run(ctx, endStaleSessionCommand(path.Join(s.base, tunnelSessionFile)))
+	if err == nil && strings.TrimSpace(string(out)) == staleEnded {
+		s.log().Warn("tunnel: ended the login host's session that a network cut left holding the forward's port", "site", s.Spec.Name, "port", s.tunnel)
+		// The session exits, and its listener closes, soon after the signal.
+		for wait := 100 * time.Millisecond; ; wait *= 2 {
+			port, ferr := t.Forward(bind, s.DialCLS)
+			if ferr == nil || wait > 3*time.Second {
+				if ferr == nil {
+					return port, nil
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
+	s.log().Warn("tunnel: the forward's port is taken on the login host; placeholders started from now on dial another, and running ones cannot reach the CLS", "site", s.Spec.Name, "port", s.tunnel)
+	return t.Forward("127.0.0.1:0", s.DialCLS)
+}
+
+// tunnelSessionFile, in the site's directory on the login host, names the
+// sshd session that holds the tunnel's forward: its pid and start time.
+const tunnelSessionFile = "tunnel-session"
+
+// staleEnded is what endStaleSessionCommand prints when it ended one.
+const staleEnded = "ended"
+
+// ourSession is a shell function that prints the pid of the sshd session
+// process that runs the command (the parent of the command's shell,
+// which withSession's exec put in place of the login shell), and fails
+// where there is none. The session runs as the user: sshd's per
+// connection process, sshd or sshd-session, which also holds the
+// connection's forwards.
+const ourSession = `mq_session() { p=$(ps -o ppid= -p $$ 2>/dev/null | tr -d ' ') && [ -n "$p" ] && case "$(ps -o comm= -p "$p" 2>/dev/null)" in sshd*) echo "$p";; *) false;; esac; }; `
+
+// noteSessionCommand writes the pid and start time of this connection's
+// sshd session to file, or nothing where they cannot be told.
+func noteSessionCommand(file string) string {
+	return ourSession + `umask 077; s=$(mq_session) || exit 0; st=$(echo $(ps -o lstart= -p "$s" 2>/dev/null)); [ -n "$st" ] || exit 0; ` +
+		`printf '%s\n%s\n' "$s" "$st" >` + Quote(file+".tmp") + ` && mv -f ` + Quote(file+".tmp") + ` ` + Quote(file)
+}
+
+// endStaleSessionCommand ends the sshd session file names if it is still
+// the process noted (same pid, same start time, an sshd) and not this
+// connection's, and then prints staleEnded. kill reaches only the user's
+// own processes.
+func endStaleSessionCommand(file string) string {
+	return ourSession + `f=` + Quote(file) + `; [ -f "$f" ] || exit 0; { read -r pid; read -r st; } <"$f"; ` +
+		`case "$pid" in ''|*[!0-9]*) exit 0;; esac; [ "$pid" != "$(mq_session)" ] || exit 0; ` +
+		`[ "$(echo $(ps -o lstart= -p "$pid" 2>/dev/null))" = "$(echo $st)" ] || exit 0; ` +
+		`case "$(ps -o comm= -p "$pid" 2>/dev/null)" in sshd*) kill "$pid" 2>/dev/null && echo ` + staleEnded + `;; esac; true`
 }

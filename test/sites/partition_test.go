@@ -83,11 +83,13 @@ func TestPartitionKeepsJobs(t *testing.T) {
 // drops those open and holds new ones unanswered, as a network that
 // drops every packet does, until healed.
 type cutProxy struct {
-	ln   net.Listener
-	to   string
-	mu   sync.Mutex
-	down bool
-	open []net.Conn
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	down  bool
+	open  []net.Conn        // clients' connections, and those held
+	ups   []net.Conn        // to the address, for the clients open
+	stale map[net.Conn]bool // to the address, left open by cutStale
 }
 
 func newCutProxy(t *testing.T, to string) *cutProxy {
@@ -96,8 +98,16 @@ func newCutProxy(t *testing.T, to string) *cutProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, to: to}
-	t.Cleanup(func() { ln.Close(); p.cut() })
+	p := &cutProxy{ln: ln, to: to, stale: map[net.Conn]bool{}}
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for up := range p.stale {
+			up.Close()
+		}
+	})
 	go p.serve()
 	return p
 }
@@ -133,9 +143,17 @@ func (p *cutProxy) forward(c net.Conn) {
 		up.Close()
 		return
 	}
-	p.open = append(p.open, up)
+	p.ups = append(p.ups, up)
 	p.mu.Unlock()
-	go func() { io.Copy(up, c); up.Close() }()
+	go func() {
+		io.Copy(up, c)
+		p.mu.Lock()
+		stale := p.stale[up]
+		p.mu.Unlock()
+		if !stale {
+			up.Close()
+		}
+	}()
 	io.Copy(c, up)
 	c.Close()
 }
@@ -145,10 +163,26 @@ func (p *cutProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
+	for _, c := range append(p.open, p.ups...) {
+		c.Close()
+	}
+	p.open, p.ups = nil, nil
+}
+
+// cutStale drops the clients' connections and holds new ones, but leaves
+// their connections to the address open and silent until the test ends:
+// the far end never hears of the cut.
+func (p *cutProxy) cutStale() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, up := range p.ups {
+		p.stale[up] = true
+	}
 	for _, c := range p.open {
 		c.Close()
 	}
-	p.open = nil
+	p.open, p.ups = nil, nil
 }
 
 // heal closes the connections held, which their clients then make again,
@@ -161,4 +195,70 @@ func (p *cutProxy) heal() {
 		c.Close()
 	}
 	p.open = nil
+}
+
+// A cut in tunnel mode that leaves the login host's end of the CLS's
+// connection open (a firewall that reset only the CLS's end, or a CLS
+// that gave up on a silent connection first): the login host's sshd keeps
+// that dead connection's reverse forward on its port, which is where the
+// running placeholders dial the CLS. When the cut heals the CLS must have
+// that port again, ending the stale session, rather than open its forward
+// on a port no running placeholder knows: the job, which ended behind the
+// cut, is Done in its first attempt, and the port has not moved.
+func TestTunnelCutLeavesStaleForward(t *testing.T) {
+	need(t, "slurm")
+	l := newLogin(t, "127.0.0.1")
+	toLogin := newCutProxy(t, l.addr)
+	c := startCLSWith(t, nil, []string{"--lease", "6s"})
+	t.Cleanup(toLogin.heal) // before the CLS stops, if the test ends during the cut
+	via := *l
+	via.addr, via.knownHosts = toLogin.addr(), filepath.Join(t.TempDir(), "known_hosts")
+	via.writeKnownHosts(filepath.Join(l.dir, "host_key.pub"))
+	c.addSite("stale", "slurm", &via, "--max", "1", "--walltime", "10m", "--idle", "30s", "--connect", "tunnel")
+	mark, gate := filepath.Join(c.work, "runs"), filepath.Join(c.work, "gate")
+	c.must("mqsub", "-q", "q", "long", fmt.Sprintf("echo run >> %s; while [ ! -e %s ]; do sleep 0.2; done; echo finished", mark, gate))
+	eventually(t, 2*time.Minute, "the job executing", func() bool { return len(c.jobs("E")) == 1 && readFile(mark) != "" })
+	port := tunnelPort(t, c, "stale")
+
+	toLogin.cutStale()
+	cutAt := time.Now()
+	eventually(t, time.Minute, "the site degraded", func() bool { return c.sites()["stale"].State == "degraded" })
+	eventually(t, time.Minute, "four leases passed", func() bool { return time.Since(cutAt) > 24*time.Second })
+	if err := os.WriteFile(gate, nil, 0o644); err != nil { // it ends behind the cut
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the job's end behind the cut", func() bool { return time.Since(cutAt) > 30*time.Second })
+	toLogin.heal()
+
+	eventually(t, 2*time.Minute, "the job done", func() bool { return len(c.jobs("D")) == 1 })
+	if js := c.jobs("D"); js[0].Attempts != 1 {
+		t.Errorf("attempts %d, want 1", js[0].Attempts)
+	}
+	if runs := readFile(mark); strings.Count(runs, "run") != 1 {
+		t.Errorf("the job ran %d times, want once", strings.Count(runs, "run"))
+	}
+	if got := tunnelPort(t, c, "stale"); got != port {
+		t.Errorf("the tunnel's port went from %s to %s: running placeholders do not know it", port, got)
+	}
+}
+
+// tunnelPort is the port of site's reverse forward on its login host, as
+// c's placeholder script for it says (other CLSs' scripts lie beside it).
+func tunnelPort(t *testing.T, c *cls, site string) string {
+	t.Helper()
+	m := sshRE.FindStringSubmatch(c.stderr.String())
+	if m == nil {
+		t.Fatalf("no SSH address in %q", c.stderr)
+	}
+	all, _ := filepath.Glob("/home/mquser/.mq-sites/*/" + site + "/placeholder.sh")
+	for _, p := range all {
+		if b := readFile(p); strings.Contains(b, "--host-key "+m[2]) {
+			if pm := portRE.FindStringSubmatch(b); pm != nil {
+				return pm[1]
+			}
+			t.Fatalf("no tunnel port in %s:\n%s", p, b)
+		}
+	}
+	t.Fatalf("no placeholder script pinning %s among %v", m[2], all)
+	return ""
 }

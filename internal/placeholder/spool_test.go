@@ -350,6 +350,98 @@ func TestAgentHandsBackHeldOnAbort(t *testing.T) {
 	h.handedBack(t)
 }
 
+// slowClose is an agent's end of a connection whose Close, once held,
+// waits for release (a transport slow to close): meanwhile the agent
+// still reads what the CLS writes. closing is closed at the first Close.
+type slowClose struct {
+	io.ReadWriteCloser
+	held             *atomic.Bool
+	once             *sync.Once
+	closing, release chan struct{}
+}
+
+func (s slowClose) Close() error {
+	if s.held.Load() {
+		s.once.Do(func() { close(s.closing) })
+		<-s.release
+	}
+	return s.ReadWriteCloser.Close()
+}
+
+// TestAgentHandsBackLateJobs: an idle agent's poll waits at the CLS when
+// the agent gives up on it (a heartbeat's finding: decide aborts with the
+// poll out), and the CLS then answers that poll with a job. The agent
+// never starts it and hands it back unstarted, in the spool: applied, it
+// requeues the job, its attempt not counted, and another agent runs it.
+// (The work loop had returned: the reply went to a channel nobody read,
+// and the job stayed handed out, never run nor handed back, until its
+// lease lapsed, an attempt counted.)
+func TestAgentHandsBackLateJobs(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	var held atomic.Bool
+	closing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cfg := agentConfig(t, 1)
+	cfg.Dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
+		rwc, err := c.dial(ctx)
+		return slowClose{rwc, &held, &once, closing, release}, err
+	}
+	a := New(cfg)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	waitUntil(t, time.Minute, func() error {
+		if c.count(protocol.OpNext.Name, false) == 0 {
+			return errors.New("the agent sent no poll")
+		}
+		return nil
+	})
+	held.Store(true)
+	a.loseCLS(unreachable{errors.New("the CLS has been unreachable for 10m0s")})
+	select {
+	case <-closing: // the work loop has returned
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not close its connection after giving up on its CLS")
+	}
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "late", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+	waitUntil(t, time.Minute, func() error {
+		if !slices.Contains(a.holding.List(), protocol.JobRef{ID: id, Attempt: 1}) {
+			return errors.New("the agent did not read the reply handing the job out")
+		}
+		return nil
+	})
+	close(release)
+	runEnds(t, done, time.Minute, "unreachable for 10m0s")
+	waitUntil(t, time.Minute, func() error {
+		if files, _ := filepath.Glob(filepath.Join(cfg.OutDir, spool.Dir, "*"+spool.Suffix)); len(files) == 0 {
+			return errors.New("the agent spooled nothing")
+		}
+		return nil
+	})
+	deliverOnce(t, c, a, cfg.OutDir)
+	if exists(filepath.Join(dir, "ran.txt")) {
+		t.Fatal("the job started after the agent gave up on its CLS")
+	}
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Q" || len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+		t.Fatalf("late job: state %s, history %+v, unstarted %+v; want Q, attempt 1 handed back unstarted, no history", d.State, d.History, d.Unstarted)
+	}
+	startAgent(t, c, 1)
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("late job ended %+v", e)
+	}
+	if d, err := c.store.Inspect().Job(context.Background(), id); err != nil || d.Attempts != 2 || len(d.History) != 0 {
+		t.Fatalf("late job %+v, %v: want it run on attempt 2, no attempt counted", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the late job ran other than once", b)
+	}
+}
+
 // waitStarted waits for the job running in dir to say it started (it
 // touches dir/started).
 func waitStarted(t *testing.T, dir string) {

@@ -131,12 +131,7 @@ func (w *workLoop) sendReports(take int) {
 		select {
 		case w.unacked <- ans:
 		case <-w.quit:
-			// Spooled (work): the CLS applies them when it serves the
-			// site again. Jobs it handed out now are never started: their
-			// leases expire and the CLS runs them elsewhere.
-			w.lostMu.Lock()
-			w.lost = append(w.lost, ans.back...)
-			w.lostMu.Unlock()
+			w.late(ans.back, ans.jobs) // spooled
 		}
 	}()
 }
@@ -272,3 +267,22 @@ type errWithReports struct {
 func (e errWithReports) Error() string { return e.err.Error() }
 
 func (e errWithReports) Unwrap() error { return e.err }
+
+// late spools what a request brought back after work returned: reports
+// it did not deliver, and jobs the CLS handed out, which go back unstarted
+// rather than wait out their leases, an attempt counted.
+func (w *workLoop) late(back []protocol.Report, jobs []protocol.Assignment) {
+	now := time.Now()
+	for _, asg := range jobs {
+		back = append(back, protocol.Report{ID: asg.ID, Attempt: asg.Attempt, Started: now, Finished: now, Reason: protocol.ReasonReturned})
+	}
+	w.lostMu.Lock()
+	spooled := w.spooled
+	if !spooled {
+		w.lost = append(w.lost, back...)
+	}
+	w.lostMu.Unlock()
+	if spooled {
+		w.a.spoolReports(back)
+	}
+}

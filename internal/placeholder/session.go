@@ -176,12 +176,27 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 			return err
 		}
 		var resp Resp
+		r, next := any(&resp).(*protocol.NextReply)
+		if next && ctx.Err() != nil {
+			return ctx.Err() // session returns a live connection even then: ask for no jobs
+		}
 		a.counted(op.Name)
 		req := body(a.ID())
 		a.recvMu.RLock()
 		sent := a.fence.Look()
-		resp, err = client.Do(ctx, cl, op, req)
-		if r, ok := any(&resp).(*protocol.NextReply); ok && err == nil {
+		dctx, stop := ctx, func() bool { return false }
+		if next {
+			// A next given up when ctx ends must not be answered on a
+			// connection still read: the client would drop the reply, and
+			// its jobs would wait out their leases, each an attempt
+			// counted. ctx's end closes cl instead: a reply read before is
+			// returned, its jobs for the caller to run or hand back; the
+			// CLS hands back those of one it cannot write (server handsBack).
+			dctx, stop = context.WithoutCancel(ctx), context.AfterFunc(ctx, func() { cl.Close() })
+		}
+		resp, err = client.Do(dctx, cl, op, req)
+		stop()
+		if next && err == nil {
 			a.holding.Got(r.Jobs)
 			a.fence.Got(sent, r.Jobs) // after holding: the next heartbeat names them
 		}

@@ -350,6 +350,165 @@ func TestAgentHandsBackHeldOnAbort(t *testing.T) {
 	h.handedBack(t)
 }
 
+// slowCloser dials connections whose agent's end, once held is set,
+// waits in Close for release (a transport slow to close): meanwhile the
+// agent still reads what the CLS writes. closing is closed at the first
+// such Close.
+type slowCloser struct {
+	held             atomic.Bool
+	once, freed      sync.Once
+	closing, release chan struct{}
+}
+
+func newSlowCloser(t *testing.T) *slowCloser {
+	s := &slowCloser{closing: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(s.free)
+	return s
+}
+
+func (s *slowCloser) free() { s.freed.Do(func() { close(s.release) }) }
+
+func (s *slowCloser) dial(c *cls) func(ctx context.Context) (io.ReadWriteCloser, error) {
+	return func(ctx context.Context) (io.ReadWriteCloser, error) {
+		rwc, err := c.dial(ctx)
+		return slowClose{rwc, s}, err
+	}
+}
+
+type slowClose struct {
+	io.ReadWriteCloser
+	s *slowCloser
+}
+
+func (c slowClose) Close() error {
+	if c.s.held.Load() {
+		c.s.once.Do(func() { close(c.s.closing) })
+		<-c.s.release
+	}
+	return c.ReadWriteCloser.Close()
+}
+
+// closingAfterPoll waits for the agent to send a poll, holds its
+// connections' Close, calls stop, and waits for the agent to close one.
+func (s *slowCloser) closingAfterPoll(t *testing.T, c *cls, stop func()) {
+	t.Helper()
+	waitUntil(t, time.Minute, func() error {
+		if c.count(protocol.OpNext.Name, false) == 0 {
+			return errors.New("the agent sent no poll")
+		}
+		return nil
+	})
+	s.held.Store(true)
+	stop()
+	select {
+	case <-s.closing:
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not close its connection")
+	}
+}
+
+// handedBackUnstarted checks that job id, which would write dir/ran.txt,
+// never ran and is queued again, its first attempt handed back unstarted.
+func handedBackUnstarted(c *cls, id int64, dir string) error {
+	if exists(filepath.Join(dir, "ran.txt")) {
+		return errors.New("the job started")
+	}
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	if d.State != "Q" || len(d.History) != 0 || len(d.Unstarted) != 1 || d.Unstarted[0].Attempt != 1 || d.Unstarted[0].Reason != metaqueue.ReasonHandedBack {
+		return fmt.Errorf("job %d: state %s, history %+v, unstarted %+v; want Q, attempt 1 handed back unstarted, no history", id, d.State, d.History, d.Unstarted)
+	}
+	return nil
+}
+
+// TestAgentHandsBackLateJobs: an idle agent's poll waits at the CLS when
+// the agent gives up on it (a heartbeat's finding: decide aborts with the
+// poll out), and the CLS then answers that poll with a job. The agent
+// never starts it and hands it back unstarted, in the spool: applied, it
+// requeues the job, its attempt not counted, and another agent runs it.
+// (The work loop had returned: the reply went to a channel nobody read,
+// and the job stayed handed out, never run nor handed back, until its
+// lease lapsed, an attempt counted.)
+func TestAgentHandsBackLateJobs(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	sc := newSlowCloser(t)
+	cfg := agentConfig(t, 1)
+	cfg.Dial = sc.dial(c)
+	a := New(cfg)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	// The connection closes once the work loop has returned.
+	sc.closingAfterPoll(t, c, func() { a.loseCLS(unreachable{errors.New("the CLS has been unreachable for 10m0s")}) })
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "late", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+	waitUntil(t, time.Minute, func() error {
+		if !slices.Contains(a.holding.List(), protocol.JobRef{ID: id, Attempt: 1}) {
+			return errors.New("the agent did not read the reply handing the job out")
+		}
+		return nil
+	})
+	sc.free()
+	runEnds(t, done, time.Minute, "unreachable for 10m0s")
+	waitUntil(t, time.Minute, func() error {
+		if files, _ := filepath.Glob(filepath.Join(cfg.OutDir, spool.Dir, "*"+spool.Suffix)); len(files) == 0 {
+			return errors.New("the agent spooled nothing")
+		}
+		return nil
+	})
+	deliverOnce(t, c, a, cfg.OutDir)
+	if err := handedBackUnstarted(c, id, dir); err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, c, 1)
+	if e := c.wait(id)[id]; e.State != "D" {
+		t.Fatalf("late job ended %+v", e)
+	}
+	if d, err := c.store.Inspect().Job(context.Background(), id); err != nil || d.Attempts != 2 || len(d.History) != 0 {
+		t.Fatalf("late job %+v, %v: want it run on attempt 2, no attempt counted", d, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.txt")); string(b) != "ran\n" {
+		t.Fatalf("ran.txt = %q: the late job ran other than once", b)
+	}
+}
+
+// TestAgentHandsBackJobsAfterStop: an idle agent's poll waits at the CLS
+// when the agent is told to stop, its connection slow to close, and the
+// CLS then hands that poll a job. The agent starts it not (it would kill
+// it at once, an attempt counted) and hands it back unstarted with its
+// last report. (The client had given the poll up as the agent's context
+// ended and dropped the reply, read on the connection still open: the job
+// stayed handed out to an agent that had stopped.)
+func TestAgentHandsBackJobsAfterStop(t *testing.T) {
+	t.Parallel()
+	c := newCLSLease(t, time.Hour)
+	sc := newSlowCloser(t)
+	cfg := agentConfig(t, 1)
+	cfg.Dial = sc.dial(c)
+	a := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	sc.closingAfterPoll(t, c, cancel)
+	dir := t.TempDir()
+	id := c.submit(protocol.JobSpec{Target: "late", Command: "echo ran >> ran.txt", Cwd: dir})[0]
+	waitUntil(t, time.Minute, func() error { return handedBackUnstarted(c, id, dir) })
+	sc.free()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent did not stop")
+	}
+	if err := handedBackUnstarted(c, id, dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitStarted waits for the job running in dir to say it started (it
 // touches dir/started).
 func waitStarted(t *testing.T, dir string) {

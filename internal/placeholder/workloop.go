@@ -9,6 +9,7 @@ import (
 	"github.com/mq-hpc/mq/internal/backoff"
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/logguard"
+	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -241,6 +242,7 @@ type workLoop struct {
 	reporters sync.WaitGroup
 	lostMu    sync.Mutex
 	lost      []protocol.Report // batches back after quit: spooled
+	spooled   bool              // lost was: what comes back later is spooled on its own
 
 	// pool is what the placeholder holds and has free; free is its free
 	// cores, the "slots" the loop asks for work with.
@@ -266,6 +268,10 @@ type workLoop struct {
 	pollDry      bool  // the poll out went after such a reply
 	prefetchDry  bool  // a prefetch found nothing: no more until a job ends
 	nextErr      error // the last poll's failure, until decide has seen it
+	// pctx is the polls' context: ctx's, ended too as work returns.
+	pctx      context.Context
+	stopPolls context.CancelFunc
+	polling   sync.WaitGroup // the poll out
 
 	hold        *time.Timer // bounds how long gathered reports wait for a poll
 	holding     bool
@@ -448,10 +454,11 @@ func (w *workLoop) startHeld() {
 }
 
 // stopped says no job may start now: the output disk is full, the node
-// cannot run jobs (Agent.markBroken), or the agent gave up on its CLS
-// (Agent.loseCLS; the work loop may not have seen it yet).
+// cannot run jobs (Agent.markBroken), the agent gave up on its CLS
+// (Agent.loseCLS; the work loop may not have seen it yet), or was stopped
+// (a job started then is killed at once, an attempt counted).
 func (w *workLoop) stopped() bool {
-	return w.diskIsFull || w.a.broken.Load() != nil || w.a.lostCLS.Load() != nil
+	return w.diskIsFull || w.a.broken.Load() != nil || w.a.lostCLS.Load() != nil || w.ctx.Err() != nil
 }
 
 // unitEnded frees what a unit held and takes its report.
@@ -474,7 +481,8 @@ func (w *workLoop) sendPoll(m move) {
 	w.pollPrefetch = m.Prefetch
 	sent, n, wait := w.reports, m.Want, m.Wait
 	w.reports = nil
-	w.poll, w.pollSent = make(chan polled, 1), w.a.now()
+	// Unbuffered: a poll that ends after work returned knows (late).
+	w.poll, w.pollSent = make(chan polled), w.a.now()
 	w.asked, w.pollDry = n, w.lastDry
 	w.pollCovers = min(n, max(0, w.free-len(w.held)))
 	// The jobs beyond the free slots are held when they come: the CLS
@@ -486,13 +494,15 @@ func (w *workLoop) sendPoll(m move) {
 	}
 	avail := w.available()
 	started := w.a.started.List(w.a.now())
+	w.polling.Add(1)
 	go func(ch chan polled) {
+		defer w.polling.Done()
 		var p polled
 		w.a.syncReports(w.ctx, sent)
 		again := backoff.Backoff{Min: 50 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
 		var warn logguard.Gate
 		for {
-			p.err = call(w.ctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
+			p.err = call(w.pctx, w.a, protocol.OpNext, func(id int64) protocol.Next {
 				return protocol.Next{Placeholder: id, Reports: sent, Free: n, Ahead: ahead, WalltimeLeft: w.a.walltimeLeft(), WaitMS: int(wait / time.Millisecond), Available: avail, Started: started, Clock: w.a.wall()}
 			}, &p.reply)
 			if !uncommitted(p.err) {
@@ -504,7 +514,7 @@ func (w *workLoop) sendPoll(m move) {
 			if warn.Open(w.a.now()) {
 				w.a.log.Warn("the CLS could not take a poll; asking again", "err", p.err)
 			}
-			if again.Wait(w.ctx) != nil {
+			if again.Wait(w.pctx) != nil {
 				break
 			}
 		}
@@ -518,7 +528,14 @@ func (w *workLoop) sendPoll(m move) {
 			p.reply.Exit = false
 			p.err = errWithReports{p.err, sent}
 		}
-		ch <- p
+		select {
+		case ch <- p:
+		case <-w.quit: // an abort: the CLS may have answered just before
+			if p.err == nil {
+				sent = nil
+			}
+			w.late(sent, p.reply.Jobs)
+		}
 	}(w.poll)
 }
 
@@ -650,12 +667,22 @@ func (a *Agent) work(ctx context.Context) error {
 	rctx, stopReporting := context.WithCancel(context.WithoutCancel(ctx))
 	w.rctx = rctx
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(reportGrace, stopReporting) })
+	w.pctx, w.stopPolls = context.WithCancel(ctx)
 	defer func() {
 		close(w.quit)
+		w.stopPolls()
 		stopGrace()
 		stopReporting()
 		w.reporters.Wait()
-		a.spoolReports(append(w.reports, w.lost...)) // the CLS never took them
+		// Stopped, a poll ends at once, unless it waits for a dial: unsent.
+		if hung.Within(flushWait, "a poll", func() error { w.polling.Wait(); return nil }) != nil {
+			a.log.Warn("stopping with a poll out: what it brings is spooled if it comes before the agent exits")
+		}
+		w.lostMu.Lock()
+		lost := w.lost
+		w.spooled = true
+		w.lostMu.Unlock()
+		a.spoolReports(append(w.reports, lost...)) // the CLS never took them
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

@@ -680,6 +680,11 @@ type RegisterReply struct {
 	// OutputFiles asks for a file per job's output, not stream files
 	// (cls serve --output files).
 	OutputFiles bool `json:"output_files,omitempty"`
+	// Clock is the CLS's wall clock as it replies (zero: not said), as
+	// in NextReply and HeartbeatReply: the agent keeps how far it is
+	// from its own, and writes it beside the reports it spools, whose
+	// times the CLS cannot compare with its clock when it reads them.
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Next reports finished jobs and asks for up to Free more, waiting up to
@@ -742,6 +747,8 @@ func OnClock(reps []Report, clock, now time.Time) time.Duration {
 type NextReply struct {
 	Jobs []Assignment `json:"jobs,omitempty"`
 	Exit bool         `json:"exit,omitempty"`
+	// Clock is the CLS's wall clock as it replies (RegisterReply.Clock).
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Assignment is one job handed to a placeholder.
@@ -1009,6 +1016,8 @@ type HeartbeatReply struct {
 	// Won lists the claimed attempts that won; a claimed attempt that
 	// lost is in Kill.
 	Won []JobRef `json:"won,omitempty"`
+	// Clock is the CLS's wall clock as it replies (RegisterReply.Clock).
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Reasons a report or the CLS gives for an abnormal end.

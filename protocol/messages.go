@@ -716,11 +716,13 @@ type Next struct {
 }
 
 // MaxClockSkew is how far a placeholder's clock (Next.Clock,
-// ReportBatch.Clock) may be from the CLS's before the times its reports
-// carry are moved by the difference: a compute node whose clock is hours
-// off (no NTP) must not record jobs as finished in the future, or purge
-// them early, or push a plan's start hours away. Less is left alone: the
-// time a request takes to arrive counts in the difference.
+// ReportBatch.Clock; for spooled reports, the offset the agent measured
+// from the CLS's RegisterReply.Clock and the like) may be from the CLS's
+// before the times its reports carry are moved by the difference: a
+// compute node whose clock is hours off (no NTP) must not record jobs as
+// finished in the future, or purge them early, or push a plan's start
+// hours away. Less is left alone: the time a request takes to arrive
+// counts in the difference.
 const MaxClockSkew = 10 * time.Second
 
 // OnClock moves the times of reps sent at the placeholder's clock onto

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +39,50 @@ func TestOnClock(t *testing.T) {
 				t.Errorf("times not set were set: %+v", reps[1])
 			}
 		})
+	}
+}
+
+// The CLS's clock travels in the replies a placeholder gets regularly,
+// and only when said: a reply without it is what an older CLS sends,
+// and reads back as not said.
+func TestReplyClockWire(t *testing.T) {
+	t.Parallel()
+	clock := time.Date(2026, 1, 2, 15, 4, 5, 123456789, time.FixedZone("CLS", 3600))
+	for _, tc := range []struct {
+		name string
+		said func(time.Time) any
+		got  func([]byte) (time.Time, error)
+	}{
+		{"register", func(c time.Time) any { return RegisterReply{ID: 1, Clock: c} }, decodeClock[RegisterReply](func(r RegisterReply) time.Time { return r.Clock })},
+		{"next", func(c time.Time) any { return NextReply{Clock: c} }, decodeClock[NextReply](func(r NextReply) time.Time { return r.Clock })},
+		{"heartbeat", func(c time.Time) any { return HeartbeatReply{Clock: c} }, decodeClock[HeartbeatReply](func(r HeartbeatReply) time.Time { return r.Clock })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := json.Marshal(tc.said(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := tc.got(data); err != nil || !got.Equal(clock) {
+				t.Errorf("%s read back as clock %v, %v; want %v", data, got, err, clock)
+			}
+			data, err = json.Marshal(tc.said(time.Time{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), "clock") {
+				t.Errorf("a clock not said is sent: %s", data)
+			}
+			if got, err := tc.got(data); err != nil || !got.IsZero() {
+				t.Errorf("%s read back as clock %v, %v; want none", data, got, err)
+			}
+		})
+	}
+}
+
+func decodeClock[R any](clock func(R) time.Time) func([]byte) (time.Time, error) {
+	return func(data []byte) (time.Time, error) {
+		var r R
+		err := json.Unmarshal(data, &r)
+		return clock(r), err
 	}
 }

@@ -680,6 +680,11 @@ type RegisterReply struct {
 	// OutputFiles asks for a file per job's output, not stream files
 	// (cls serve --output files).
 	OutputFiles bool `json:"output_files,omitempty"`
+	// Clock is the CLS's wall clock as it replies (zero: not said), as
+	// in NextReply and HeartbeatReply: the agent keeps how far it is
+	// from its own, and writes it beside the reports it spools, whose
+	// times the CLS cannot compare with its clock when it reads them.
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Next reports finished jobs and asks for up to Free more, waiting up to
@@ -711,11 +716,13 @@ type Next struct {
 }
 
 // MaxClockSkew is how far a placeholder's clock (Next.Clock,
-// ReportBatch.Clock) may be from the CLS's before the times its reports
-// carry are moved by the difference: a compute node whose clock is hours
-// off (no NTP) must not record jobs as finished in the future, or purge
-// them early, or push a plan's start hours away. Less is left alone: the
-// time a request takes to arrive counts in the difference.
+// ReportBatch.Clock; for spooled reports, the offset the agent measured
+// from the CLS's RegisterReply.Clock and the like) may be from the CLS's
+// before the times its reports carry are moved by the difference: a
+// compute node whose clock is hours off (no NTP) must not record jobs as
+// finished in the future, or purge them early, or push a plan's start
+// hours away. Less is left alone: the time a request takes to arrive
+// counts in the difference.
 const MaxClockSkew = 10 * time.Second
 
 // OnClock moves the times of reps sent at the placeholder's clock onto
@@ -742,6 +749,8 @@ func OnClock(reps []Report, clock, now time.Time) time.Duration {
 type NextReply struct {
 	Jobs []Assignment `json:"jobs,omitempty"`
 	Exit bool         `json:"exit,omitempty"`
+	// Clock is the CLS's wall clock as it replies (RegisterReply.Clock).
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Assignment is one job handed to a placeholder.
@@ -1009,6 +1018,8 @@ type HeartbeatReply struct {
 	// Won lists the claimed attempts that won; a claimed attempt that
 	// lost is in Kill.
 	Won []JobRef `json:"won,omitempty"`
+	// Clock is the CLS's wall clock as it replies (RegisterReply.Clock).
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // Reasons a report or the CLS gives for an abnormal end.

@@ -35,7 +35,7 @@ func TestSpoolCheckBesideSiteAdd(t *testing.T) {
 	// A report of a placeholder the store never knew: its site is "", and
 	// the report changes nothing; what matters is the check.
 	now := time.Now()
-	if _, err := spool.Write(filepath.Join(c.outputDir(), spool.Dir), 7, []protocol.Report{{ID: 1, Attempt: 1, Started: now, Finished: now}}); err != nil {
+	if _, err := spool.Write(filepath.Join(c.outputDir(), spool.Dir), 7, 0, []protocol.Report{{ID: 1, Attempt: 1, Started: now, Finished: now}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -74,7 +74,7 @@ func TestSpooledReportsApplied(t *testing.T) {
 
 	// As the agent does when it gives up on its CLS.
 	dir := filepath.Join(home, "output", spool.Dir)
-	if _, err := spool.Write(dir, reg.ID, []protocol.Report{
+	if _, err := spool.Write(dir, reg.ID, 0, []protocol.Report{
 		{ID: a, Attempt: 1, Started: now, Finished: now},
 		{ID: b, Attempt: 1, Started: now, Finished: now},
 	}); err != nil {

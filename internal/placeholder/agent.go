@@ -209,6 +209,10 @@ type Agent struct {
 	// wall reads the wall clock for jobs' start times (time.Now; tests
 	// step it as NTP may).
 	wall func() time.Time
+	// clsAhead is how far the CLS's clock was ahead of wall at its last
+	// reply that said (protocol.RegisterReply.Clock), in ns; 0: none
+	// said. The spool carries it (spoolReports).
+	clsAhead atomic.Int64
 	// unkillable is how long a job's leader has to be reaped after
 	// SIGKILL before the agent reports it ended and marks itself broken
 	// (unkillable.go; defaultUnkillable). awaitExit waits for the exit

@@ -254,7 +254,7 @@ func (a *Agent) spoolReports(reports []protocol.Report) {
 	a.syncReports(ctx, reports)
 	lost()
 	dir := filepath.Join(a.cfg.OutDir, spool.Dir)
-	if err := hung.Within(flushWait, "spooling reports", func() error { spool.Save(dir, a.ID(), reports, a.log); return nil }); err != nil {
+	if err := hung.Within(flushWait, "spooling reports", func() error { spool.Save(dir, a.ID(), time.Duration(a.clsAhead.Load()), reports, a.log); return nil }); err != nil {
 		a.log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "err", err)
 	}
 }

@@ -131,6 +131,7 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 		a.announceRunning()
 	}
 	a.id.Store(reg.ID)
+	a.noteCLSClock(reg.Clock)
 	a.filesAsked.Store(reg.OutputFiles)
 	if reg.HeartbeatS > 0 {
 		a.hbEvery = protocol.Duration(reg.HeartbeatS)
@@ -140,6 +141,26 @@ func (a *Agent) connect(ctx context.Context) (*client.Client, error) {
 	}
 	a.log.Info("connected to the CLS", "placeholder", reg.ID)
 	return cl, nil
+}
+
+// noteCLSClock keeps how far clock, the CLS's as it replied, is ahead of
+// the agent's wall clock now (zero: the reply did not say, an older CLS).
+// The reply's way counts in it, well under protocol.MaxClockSkew.
+func (a *Agent) noteCLSClock(clock time.Time) {
+	if !clock.IsZero() {
+		a.clsAhead.Store(int64(clock.Sub(a.wall())))
+	}
+}
+
+// replyClock is the CLS's clock a reply says, if it says one.
+func replyClock(resp any) time.Time {
+	switch r := resp.(type) {
+	case *protocol.NextReply:
+		return r.Clock
+	case *protocol.HeartbeatReply:
+		return r.Clock
+	}
+	return time.Time{}
 }
 
 // holdingToRegister is what a registration lists as holding: nothing on
@@ -202,6 +223,7 @@ func call[Req, Resp any](ctx context.Context, a *Agent, op protocol.Op[Req, Resp
 		}
 		a.recvMu.RUnlock()
 		if err == nil {
+			a.noteCLSClock(replyClock(&resp))
 			if out != nil {
 				*out = resp
 			}

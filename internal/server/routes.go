@@ -130,7 +130,9 @@ var builtin = routeTable(
 		c.cleanReports(b.Reports)
 		c.onClock(b.Placeholder, b.Reports, b.Clock)
 		c.noteDiskFull(b.Placeholder, b.Reports)
-		return c.s.Store.Next(ctx, b)
+		r, err := c.s.Store.Next(ctx, b)
+		r.Clock = time.Now() // after the long poll: as the reply goes
+		return r, err
 	}))),
 	handle(protocol.OpReport, func(ctx context.Context, c *conn, b protocol.ReportBatch) (protocol.Empty, error) {
 		if err := c.owns(b.Placeholder); err != nil {
@@ -155,6 +157,7 @@ var builtin = routeTable(
 		if err == nil && b.Broken != "" && c.s.OnBroken != nil {
 			c.s.OnBroken(b.Placeholder, b.Broken)
 		}
+		r.Clock = time.Now()
 		return r, err
 	}),
 	handle(protocol.OpFilesPoll, func(ctx context.Context, c *conn, b protocol.FilePoll) (protocol.FileOrder, error) {
@@ -446,6 +449,7 @@ func register(ctx context.Context, c *conn, b protocol.Register) (protocol.Regis
 		c.s.OnPlaceholder(r.ID, b, true)
 	}
 	r.OutputFiles = c.s.outputFiles(b.Site)
+	r.Clock = time.Now()
 	return r, nil
 }
 

@@ -63,10 +63,10 @@ func TestRemoteDeliversSpool(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	mine := []protocol.Report{{ID: 11, Attempt: 1, Started: t0, Finished: t0}, {ID: 12, Attempt: 2, Exit: 3, Started: t0, Finished: t0}}
-	if _, err := spool.Write(dir, 7, mine); err != nil {
+	if _, err := spool.Write(dir, 7, 0, mine); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spool.Write(dir, 9, mine[:1]); err != nil {
+	if _, err := spool.Write(dir, 9, 0, mine[:1]); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -113,7 +113,7 @@ func TestRemoteDeliversSpool(t *testing.T) {
 	mu.Unlock()
 
 	// Spooled while the connection lasts: applied at a later use of it.
-	later, err := spool.Write(dir, 7, []protocol.Report{{ID: 13, Attempt: 1, Started: t0, Finished: t0}})
+	later, err := spool.Write(dir, 7, 0, []protocol.Report{{ID: 13, Attempt: 1, Started: t0, Finished: t0}})
 	if err != nil || later != 1 {
 		t.Fatal(err)
 	}

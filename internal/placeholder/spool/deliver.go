@@ -108,6 +108,7 @@ func Deliver(fsys FS, dir string, uid int, apply func(File) error, log *slog.Log
 		}
 		f, err := read(fsys, p, uid)
 		if err == nil {
+			onCLSClock(&f, p, log)
 			err = apply(f)
 			var refused Refused
 			if err != nil && !errors.As(err, &refused) {
@@ -166,6 +167,18 @@ func checkFile(fi fs.FileInfo, owner, uid int) error {
 		return fmt.Errorf("%d bytes, over %d", fi.Size(), MaxBytes)
 	}
 	return nil
+}
+
+// onCLSClock moves the times of f's reports, from file p, onto the CLS's
+// clock (File.OnCLSClock), saying so in log.
+func onCLSClock(f *File, p string, log *slog.Logger) {
+	off, err := f.OnCLSClock()
+	if err != nil {
+		// The reports are the agent's all the same: their jobs ended.
+		log.Warn("a report spool file's clock offset is not believable; its reports' times are taken as they are", "file", p, "err", err)
+	} else if off != 0 {
+		log.Warn("a placeholder's clock was off from the CLS's; the times of the reports it spooled are moved onto the CLS's clock", "file", p, "placeholder", f.Placeholder, "behind", off.Round(time.Second))
+	}
 }
 
 // setAside renames a spool file Deliver cannot use out of its way, so it

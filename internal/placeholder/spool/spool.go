@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -58,12 +59,40 @@ type File struct {
 	Spool       int               `json:"mq_spool"`
 	Placeholder int64             `json:"placeholder"`
 	Reports     []protocol.Report `json:"reports"`
+	// ClockOffsetMS is how far the CLS's clock was ahead of the agent's
+	// (protocol.RegisterReply.Clock) when they last talked, in
+	// milliseconds; absent (0): not known, the reports' times are taken
+	// as they are. The CLS moves the reports' times by it (OnCLSClock),
+	// as it moves live reports' (protocol.OnClock): when it reads the
+	// file it has nothing left to compare them with.
+	ClockOffsetMS int64 `json:"clock_offset_ms,omitempty"`
+}
+
+// MaxClockOffset bounds File.ClockOffsetMS: a node's clock more than a
+// year off the CLS's is not believed, and the reports' times are taken
+// as they are.
+const MaxClockOffset = 366 * 24 * time.Hour
+
+// OnCLSClock moves the times of f's reports onto the CLS's clock by the
+// offset the agent recorded (protocol.OnClock: only past
+// protocol.MaxClockSkew), and returns the difference moved (0: none).
+// An offset beyond MaxClockOffset moves nothing, and is the error.
+func (f *File) OnCLSClock() (time.Duration, error) {
+	lim := MaxClockOffset.Milliseconds()
+	if f.ClockOffsetMS > lim || f.ClockOffsetMS < -lim {
+		return 0, fmt.Errorf("clock offset %d ms, beyond %v", f.ClockOffsetMS, MaxClockOffset)
+	}
+	// Any instant shows the offset: the CLS's now and the agent's then.
+	now := time.Now()
+	return protocol.OnClock(f.Reports, now.Add(-time.Duration(f.ClockOffsetMS)*time.Millisecond), now), nil
 }
 
 // Write writes reports of placeholder ph to spool directory dir, making
-// it (0700) if needed, in as many files as the bounds ask. It returns
-// how many reports it wrote: on an error (a full disk) the rest are not.
-func Write(dir string, ph int64, reports []protocol.Report) (int, error) {
+// it (0700) if needed, in as many files as the bounds ask, with offset,
+// how far the CLS's clock is ahead of this host's (File.ClockOffsetMS; 0:
+// not known). It returns how many reports it wrote: on an error (a full
+// disk) the rest are not.
+func Write(dir string, ph int64, offset time.Duration, reports []protocol.Report) (int, error) {
 	if ph <= 0 {
 		return 0, fmt.Errorf("spool: placeholder %d", ph)
 	}
@@ -85,7 +114,7 @@ func Write(dir string, ph int64, reports []protocol.Report) (int, error) {
 	}
 	done := 0
 	for len(reports) > 0 {
-		n, data, err := encode(ph, reports)
+		n, data, err := encode(File{Spool: version, Placeholder: ph, ClockOffsetMS: offset.Milliseconds()}, reports)
 		if err != nil {
 			return done, err
 		}
@@ -100,8 +129,8 @@ func Write(dir string, ph int64, reports []protocol.Report) (int, error) {
 
 // Save is Write for an agent: it logs what it spooled, or why not (a
 // full disk), and goes on.
-func Save(dir string, ph int64, reports []protocol.Report, log *slog.Logger) {
-	n, err := Write(dir, ph, reports)
+func Save(dir string, ph int64, offset time.Duration, reports []protocol.Report, log *slog.Logger) {
+	n, err := Write(dir, ph, offset, reports)
 	if err != nil {
 		log.Error("could not spool the reports the CLS did not take: their jobs run again", "dir", dir, "reports", len(reports)-n, "err", err)
 	}
@@ -110,11 +139,13 @@ func Save(dir string, ph int64, reports []protocol.Report, log *slog.Logger) {
 	}
 }
 
-// encode encodes the first reports that fit one file, and says how many.
-func encode(ph int64, reports []protocol.Report) (int, []byte, error) {
+// encode encodes the first reports that fit one file f, and says how
+// many.
+func encode(f File, reports []protocol.Report) (int, []byte, error) {
 	n := min(len(reports), maxReports)
 	for {
-		data, err := json.Marshal(File{Spool: version, Placeholder: ph, Reports: reports[:n]})
+		f.Reports = reports[:n]
+		data, err := json.Marshal(f)
 		if err != nil {
 			return 0, nil, fmt.Errorf("spool: %w", err)
 		}

@@ -57,7 +57,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, n := range []int{1, 3, maxReports + 5} {
 		dir := filepath.Join(t.TempDir(), Dir)
 		want := reports(n)
-		wrote, err := Write(dir, 7, want)
+		wrote, err := Write(dir, 7, 0, want)
 		if err != nil || wrote != n {
 			t.Fatalf("Write %d: %d, %v", n, wrote, err)
 		}
@@ -101,11 +101,11 @@ func TestWriteBounds(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), Dir)
 	big := reports(2)
 	big[1].OutputLost = strings.Repeat("x", MaxBytes)
-	n, err := Write(dir, 7, big)
+	n, err := Write(dir, 7, 0, big)
 	if n != 1 || err == nil || !strings.Contains(err.Error(), "report of job 2") {
 		t.Errorf("Write of a report over the bound: %d, %v", n, err)
 	}
-	if _, err := Write(dir, 0, reports(1)); err == nil {
+	if _, err := Write(dir, 0, 0, reports(1)); err == nil {
 		t.Error("Write for placeholder 0: no error")
 	}
 	for _, name := range names(t, dir) {
@@ -124,14 +124,14 @@ func TestWriteRefusesDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(open, 0o777)
-	if _, err := Write(open, 7, reports(1)); err == nil || !strings.Contains(err.Error(), "writable by others") {
+	if _, err := Write(open, 7, 0, reports(1)); err == nil || !strings.Contains(err.Error(), "writable by others") {
 		t.Errorf("Write into a directory all can write: %v", err)
 	}
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(t.TempDir(), link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(link, 7, reports(1)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := Write(link, 7, 0, reports(1)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("Write through a link: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestWriteRefusesDir(t *testing.T) {
 // is applied; a file being written (a crash mid-write) is neither.
 func TestDeliverSetsAside(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), Dir)
-	if _, err := Write(dir, 7, reports(1)); err != nil {
+	if _, err := Write(dir, 7, 0, reports(1)); err != nil {
 		t.Fatal(err)
 	}
 	good := names(t, dir)[0]
@@ -165,6 +165,7 @@ func TestDeliverSetsAside(t *testing.T) {
 		put("1-nojob"+Suffix, `{"mq_spool":1,"placeholder":7,"reports":[{"id":0,"attempt":1}]}`, 0o600),
 		put("1-noattempt"+Suffix, `{"mq_spool":1,"placeholder":7,"reports":[{"id":9,"attempt":0}]}`, 0o600),
 		put("1-trailing"+Suffix, valid+valid, 0o600),
+		put("1-offset"+Suffix, `{"mq_spool":1,"placeholder":7,"reports":[{"id":9,"attempt":1}],"clock_offset_ms":1e30}`, 0o600),
 		put("1-writable"+Suffix, valid, 0o622),
 		put("1-huge"+Suffix, `{"mq_spool":1,"placeholder":7,"reports":[{"id":9,"attempt":1,"reason":"`+strings.Repeat("x", MaxBytes)+`"}]}`, 0o600),
 		put("1-objects"+Suffix, `{"mq_spool":1,"placeholder":7,"reports":[`+strings.Repeat(`{"id":9,"attempt":1},`, protocol.MaxPeerObjects)+`{"id":9,"attempt":1}]}`, 0o600),
@@ -211,7 +212,7 @@ func TestDeliverSetsAside(t *testing.T) {
 func TestDeliverRefusesDir(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, Dir)
-	if _, err := Write(dir, 7, reports(1)); err != nil {
+	if _, err := Write(dir, 7, 0, reports(1)); err != nil {
 		t.Fatal(err)
 	}
 	apply := func(File) error { t.Error("applied a file of a directory not to trust"); return nil }
@@ -238,7 +239,7 @@ func TestDeliverRefusesDir(t *testing.T) {
 // and the delivery stops there, for the next one.
 func TestDeliverApplyFails(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), Dir)
-	if _, err := Write(dir, 7, reports(1)); err != nil {
+	if _, err := Write(dir, 7, 0, reports(1)); err != nil {
 		t.Fatal(err)
 	}
 	name := names(t, dir)[0]

@@ -363,10 +363,8 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		ran.Exit = 128 + int(ws.Signal())
 	}
-	ran.Usage.CPU = ps.UserTime() + ps.SystemTime()
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		ran.Usage.MaxRSS = ru.Maxrss << 10 // KiB on Linux
-	}
+	u := jobexec.UsageOf(ps) // as a placeholder measures it
+	ran.Usage.CPU, ran.Usage.MaxRSS = time.Duration((u.CPUUser+u.CPUSys)*float64(time.Second)), u.MaxRSS
 	ran.State = "D"
 	if ran.Exit != 0 {
 		ran.State = "F"

@@ -1,5 +1,6 @@
 // Package jobexec builds the process that runs a job's command line, the
-// one rule for placeholders and the driver's local mode.
+// one rule for placeholders and the driver's local mode, and reads what it
+// used (UsageOf).
 package jobexec
 
 import (

@@ -473,7 +473,7 @@ func (a *Agent) wait(ctx context.Context, t *attempt) bool {
 	}
 	t.rep.Finished = t.ended()
 	t.rep.Exit = exitStatus(cmd.ProcessState, werr)
-	t.rep.Usage = usageOf(cmd.ProcessState)
+	t.rep.Usage = jobexec.UsageOf(cmd.ProcessState)
 	if memDone != nil {
 		// The watch killed the job, or sees now that the kernel did:
 		// that is why it ended, unless it was being killed already.

@@ -1,4 +1,4 @@
-package placeholder
+package jobexec
 
 import (
 	"os"
@@ -9,9 +9,9 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
-// usageOf is what an ended job's process used, from its rusage: the shell
+// UsageOf is what an ended job's process used, from its rusage: the shell
 // and every descendant it waited for (wait4 adds theirs to its own).
-func usageOf(ps *os.ProcessState) protocol.Usage {
+func UsageOf(ps *os.ProcessState) protocol.Usage {
 	if ps == nil {
 		return protocol.Usage{}
 	}

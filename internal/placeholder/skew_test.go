@@ -1,12 +1,9 @@
 package placeholder
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,21 +72,7 @@ func TestAgentSpoolsClockOffset(t *testing.T) {
 			cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
 			a := New(cfg)
 			a.wall = func() time.Time { return time.Now().Add(skew) }
-			done := make(chan error, 1)
-			go func() { done <- a.Run(context.Background()) }()
-			waitStarted(t, dir)
-			down.Store(true)
-			c.cut()
-			waitUntil(t, time.Minute, func() error {
-				if !strings.Contains(log.String(), "taking no more jobs; the running ones go on") {
-					return fmt.Errorf("the agent did not give up on its CLS and drain:\n%s", log.String())
-				}
-				return nil
-			})
-			if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			runEnds(t, done, time.Minute, "unreachable for 10m0s")
+			drainToSpool(t, c, a, &down, &log, dir)
 			files, _ := filepath.Glob(filepath.Join(cfg.OutDir, spool.Dir, "*"+spool.Suffix))
 			if len(files) != 1 {
 				t.Fatalf("spooled %v, want one file", files)

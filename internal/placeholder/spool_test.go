@@ -90,21 +90,7 @@ func TestAgentDrainsUnreachable(t *testing.T) {
 	cfg.Dial, cfg.Now, cfg.Reconnect = unreachableCLS(c, clock, &down), clock.Now, 10*time.Minute
 	cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
 	a := New(cfg)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(context.Background()) }()
-	waitStarted(t, dir)
-	down.Store(true)
-	c.cut()
-	waitUntil(t, time.Minute, func() error {
-		if !strings.Contains(log.String(), "taking no more jobs; the running ones go on") {
-			return fmt.Errorf("the agent did not give up on its CLS and drain:\n%s", log.String())
-		}
-		return nil
-	})
-	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runEnds(t, done, time.Minute, "unreachable for 10m0s")
+	drainToSpool(t, c, a, &down, &log, dir)
 	deliverOnce(t, c, a, cfg.OutDir)
 	ranOnce(t, c, ids[0], dir)
 }
@@ -421,6 +407,28 @@ func handedBackUnstarted(c *cls, id int64, dir string) error {
 		return fmt.Errorf("job %d: state %s, history %+v, unstarted %+v; want Q, attempt 1 handed back unstarted, no history", id, d.State, d.History, d.Unstarted)
 	}
 	return nil
+}
+
+// drainToSpool runs a, whose CLS c becomes unreachable for good (down) once
+// its job in dir has started, until it has given up on c (log says so),
+// its job released has ended, and it has ended, the job's report spooled.
+func drainToSpool(t *testing.T, c *cls, a *Agent, down *atomic.Bool, log *lockedLog, dir string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	waitStarted(t, dir)
+	down.Store(true)
+	c.cut()
+	waitUntil(t, time.Minute, func() error {
+		if !strings.Contains(log.String(), "taking no more jobs; the running ones go on") {
+			return fmt.Errorf("the agent did not give up on its CLS and drain:\n%s", log.String())
+		}
+		return nil
+	})
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runEnds(t, done, time.Minute, "unreachable for 10m0s")
 }
 
 // TestAgentHandsBackLateJobs: an idle agent's poll waits at the CLS when

@@ -159,25 +159,23 @@ func (p *cutProxy) forward(c net.Conn) {
 }
 
 // cut drops every connection and holds new ones.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range append(p.open, p.ups...) {
-		c.Close()
-	}
-	p.open, p.ups = nil, nil
-}
+func (p *cutProxy) cut() { p.drop(false) }
 
 // cutStale drops the clients' connections and holds new ones, but leaves
 // their connections to the address open and silent until the test ends:
 // the far end never hears of the cut.
-func (p *cutProxy) cutStale() {
+func (p *cutProxy) cutStale() { p.drop(true) }
+
+func (p *cutProxy) drop(keepUps bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
 	for _, up := range p.ups {
-		p.stale[up] = true
+		if keepUps {
+			p.stale[up] = true
+		} else {
+			up.Close()
+		}
 	}
 	for _, c := range p.open {
 		c.Close()

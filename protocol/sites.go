@@ -14,6 +14,9 @@ type SiteSpec struct {
 	Name       string  `json:"name"`
 	Type       string  `json:"type"`                  // local, sge, slurm, pbs
 	SSH        string  `json:"ssh,omitempty"`         // user@login-host[:port]
+	// Jump is a jump host the login host is reached through
+	// (user@jump-host[:port], as ssh -J); "" = none.
+	Jump       string  `json:"jump,omitempty"`
 	Key        string  `json:"key,omitempty"`         // private key file on the CLS host; "" = ssh-agent, then ~/.ssh keys
 	KnownHosts string  `json:"known_hosts,omitempty"` // "" = ~/.ssh/known_hosts
 	Queue      string  `json:"queue,omitempty"`       // batch queue or partition

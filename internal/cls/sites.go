@@ -307,11 +307,17 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 	if err != nil {
 		return nil, err
 	}
+	var jumpUser, jumpAddr string
+	if spec.Jump != "" {
+		if jumpUser, jumpAddr, err = site.ParseJump(spec.Jump); err != nil {
+			return nil, err
+		}
+	}
 	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
 		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,
 		Agent: s.agentBinary,
 		Dial: func(ctx context.Context) (site.Runner, error) {
-			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
+			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, JumpUser: jumpUser, JumpAddr: jumpAddr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
 		},
 	}
 	// What its placeholders spooled is theirs alone to report: a

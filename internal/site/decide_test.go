@@ -144,6 +144,11 @@ func TestValidate(t *testing.T) {
 		{Name: "a", Type: SGE, SSH: "u@h", Slots: 1, PE: "smp"},
 		{Name: "a", Type: Slurm, SSH: "u@h", Slots: 4, PE: "smp"},
 		{Name: "a", Type: Local, Slots: 4, PE: "smp"},
+		{Name: "a", Type: Local, Jump: "u@j"},
+		{Name: "a", Type: SGE, SSH: "u@h", Jump: "j"},
+		{Name: "a", Type: SGE, SSH: "u@h", Jump: "u@j:0"},
+		{Name: "a", Type: SGE, SSH: "u@h", Jump: "u@j\x1b[2J"},
+		{Name: "a", Type: SGE, SSH: "u@h\r", Jump: "u@j"},
 	} {
 		if err := Validate(&bad); err == nil {
 			t.Errorf("Validate(%+v) accepted", bad)
@@ -158,6 +163,13 @@ func TestValidate(t *testing.T) {
 		if err != nil || u != tc.user || a != tc.addr {
 			t.Errorf("ParseSSH(%q) = %q %q %v", tc.in, u, a, err)
 		}
+		u, a, err = ParseJump(tc.in)
+		if err != nil || u != tc.user || a != tc.addr {
+			t.Errorf("ParseJump(%q) = %q %q %v", tc.in, u, a, err)
+		}
+	}
+	if _, _, err := ParseJump("j"); err == nil || !strings.HasPrefix(err.Error(), "--jump ") {
+		t.Errorf("ParseJump(\"j\"): %v; want an error naming --jump", err)
 	}
 }
 

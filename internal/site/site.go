@@ -91,7 +91,7 @@ func Validate(s *protocol.SiteSpec) error {
 		return fmt.Errorf("--type %q: want local, sge, slurm or pbs", s.Type)
 	}
 	if s.Type == Local {
-		for flag, v := range map[string]string{"ssh": s.SSH, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect, "cls-addr": s.CLSAddr} {
+		for flag, v := range map[string]string{"ssh": s.SSH, "jump": s.Jump, "key": s.Key, "known-hosts": s.KnownHosts, "queue": s.Queue, "submit-args": s.SubmitArgs, "connect": s.Connect, "cls-addr": s.CLSAddr} {
 			if v != "" {
 				return fmt.Errorf("--%s is only for remote sites (sge, slurm, pbs)", flag)
 			}
@@ -102,6 +102,11 @@ func Validate(s *protocol.SiteSpec) error {
 		}
 		if _, _, err := ParseSSH(s.SSH); err != nil {
 			return err
+		}
+		if s.Jump != "" {
+			if _, _, err := parseUserHost("jump", s.Jump); err != nil {
+				return err
+			}
 		}
 		switch s.Connect {
 		case "":
@@ -387,9 +392,20 @@ func validPE(pe string) error {
 
 // ParseSSH splits user@host[:port] into the user and a dialable address.
 func ParseSSH(s string) (user, addr string, err error) {
+	return parseUserHost("ssh", s)
+}
+
+// ParseJump is ParseSSH for a site's --jump, user@jump-host[:port].
+func ParseJump(s string) (user, addr string, err error) {
+	return parseUserHost("jump", s)
+}
+
+// parseUserHost parses flag's value s, user@host[:port], as ParseSSH.
+func parseUserHost(flag, s string) (user, addr string, err error) {
+	want := map[string]string{"ssh": "user@login-host[:port]", "jump": "user@jump-host[:port]"}[flag]
 	user, host, ok := strings.Cut(s, "@")
 	if !ok || user == "" || host == "" {
-		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+		return "", "", fmt.Errorf("--%s %q: want %s", flag, s, want)
 	}
 	port := "22"
 	if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
@@ -399,11 +415,11 @@ func ParseSSH(s string) (user, addr string, err error) {
 			host, port = host[1:i], host[i+2:]
 		}
 	}
-	if host == "" || strings.ContainsAny(host, " /@") || strings.ContainsAny(user, " :/") {
-		return "", "", fmt.Errorf("--ssh %q: want user@login-host[:port]", s)
+	if host == "" || strings.ContainsAny(host, " /@") || strings.ContainsAny(user, " :/") || strings.ContainsFunc(s, unicode.IsControl) {
+		return "", "", fmt.Errorf("--%s %q: want %s", flag, s, want)
 	}
 	if n, err := parsePort(port); err != nil || n == 0 {
-		return "", "", fmt.Errorf("--ssh %q: bad port %q", s, port)
+		return "", "", fmt.Errorf("--%s %q: bad port %q", flag, s, port)
 	}
 	if strings.Contains(host, ":") {
 		return user, "[" + host + "]:" + port, nil

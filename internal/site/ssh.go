@@ -3,7 +3,6 @@ package site
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,7 +20,6 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/mq-hpc/mq/internal/sshkey"
 )
@@ -41,6 +39,10 @@ type Runner interface {
 // SSHConfig is how to reach a login host.
 type SSHConfig struct {
 	User, Addr string // Addr is host:port
+	// JumpUser and JumpAddr (host:port) are a jump host the login host
+	// is reached through, as OpenSSH's ProxyJump; "" for none. Its key
+	// is checked against the same known_hosts, and the same keys log in.
+	JumpUser, JumpAddr string
 	// KeyFile is a private key; "" means the user's ssh-agent
 	// ($SSH_AUTH_SOCK), then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
 	KeyFile string
@@ -63,16 +65,20 @@ var ErrHostUnknown = errors.New("the login host is not in known_hosts")
 // host key is wrong or unknown, or no key was accepted. (The Manager still
 // retries, slowly, since the user may fix known_hosts.)
 func Permanent(err error) bool {
-	return errors.Is(err, ErrHostKeyChanged) || errors.Is(err, ErrHostUnknown) || errors.Is(err, errAuth)
+	return errors.Is(err, ErrHostKeyChanged) || errors.Is(err, ErrHostUnknown) || errors.Is(err, errAuth) || errors.Is(err, errJumpAuth)
 }
 
-var errAuth = errors.New("the login host accepted none of our keys")
+var (
+	errAuth     = errors.New("the login host accepted none of our keys")
+	errJumpAuth = errors.New("the jump host accepted none of our keys")
+)
 
 // SSH is a connection to a login host: one SSH connection, one session per
 // command, SFTP for files. It is safe for concurrent use.
 type SSH struct {
 	cfg     SSHConfig
 	client  *ssh.Client
+	jump    *ssh.Client // the connection client goes through; nil for none
 	hostKey ssh.PublicKey
 	dead    chan struct{}
 	sftpMu  sync.Mutex
@@ -83,131 +89,6 @@ type SSH struct {
 }
 
 var _ Tunneler = (*SSH)(nil)
-
-// DialSSH connects to a login host, checking its key as OpenSSH does.
-func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 20 * time.Second
-	}
-	if cfg.Keepalive <= 0 {
-		cfg.Keepalive = 15 * time.Second
-	}
-	home, _ := os.UserHomeDir()
-	khPath := cfg.KnownHosts
-	if khPath == "" {
-		khPath = filepath.Join(home, ".ssh", "known_hosts")
-	}
-	hostKeys, algs, err := hostKeyCheck(khPath, cfg.Addr)
-	if err != nil {
-		return nil, err
-	}
-	auth, closeAuth, err := authMethods(cfg.KeyFile, home)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAuth()
-	d := net.Dialer{Timeout: cfg.Timeout, KeepAlive: 15 * time.Second}
-	dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	nc, err := d.DialContext(dctx, "tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the login host %s: %w", cfg.Addr, err)
-	}
-	nc.SetDeadline(time.Now().Add(cfg.Timeout))
-	stop := context.AfterFunc(dctx, func() { nc.Close() })
-	var shown ssh.PublicKey
-	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-		shown = key
-		return hostKeys(hostname, remote, key)
-	}
-	sc, chans, reqs, err := ssh.NewClientConn(nc, cfg.Addr, &ssh.ClientConfig{
-		User: cfg.User, Auth: auth, HostKeyCallback: check, HostKeyAlgorithms: algs, Timeout: cfg.Timeout,
-	})
-	stop()
-	if err != nil {
-		nc.Close()
-		switch {
-		case errors.Is(err, ErrHostKeyChanged), errors.Is(err, ErrHostUnknown):
-			return nil, err
-		case ctx.Err() == nil && (dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)):
-			// The timeout closed the connection under the handshake:
-			// "use of closed network connection" said nothing of why.
-			return nil, fmt.Errorf("ssh %s@%s: no SSH handshake within %s: the login host accepts connections but does not answer (sshd hung or overloaded, or a firewall in the way)", cfg.User, cfg.Addr, cfg.Timeout)
-		case strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, fmt.Errorf("ssh %s@%s: %w (%v)", cfg.User, cfg.Addr, errAuth, err)
-		}
-		return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, cfg.Addr, err)
-	}
-	nc.SetDeadline(time.Time{})
-	s := &SSH{cfg: cfg, client: ssh.NewClient(sc, chans, reqs), hostKey: shown, dead: make(chan struct{})}
-	go func() {
-		s.client.Wait()
-		close(s.dead)
-	}()
-	go s.keepalive()
-	return s, nil
-}
-
-// hostKeyCheck returns the known_hosts check for addr and the host key
-// algorithms known_hosts has for it: offering only those makes the server
-// show a key we can check, instead of one of another type that would look
-// like a changed key.
-func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
-	cb, err := readKnownHosts(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-		err := cb(hostname, remote, key)
-		var ke *knownhosts.KeyError
-		if errors.As(err, &ke) {
-			if len(ke.Want) == 0 {
-				return fmt.Errorf("%w: %s is not in %s (add its key, e.g. ssh-keyscan -p PORT HOST >> %s, after checking it)", ErrHostUnknown, hostname, path, path)
-			}
-			w := ke.Want[0]
-			return fmt.Errorf("%w: %s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
-				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
-		}
-		return err
-	}
-	// Ask with a throwaway key: the error lists the keys known for addr.
-	var algs []string
-	probe, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
-	var ke *knownhosts.KeyError
-	if err := cb(addr, &net.TCPAddr{IP: net.IPv4(0, 0, 0, 0)}, probe); errors.As(err, &ke) {
-		seen := map[string]bool{}
-		for _, k := range ke.Want {
-			for _, a := range algorithmsFor(k.Key.Type()) {
-				if !seen[a] {
-					seen[a] = true
-					algs = append(algs, a)
-				}
-			}
-		}
-	}
-	return check, algs, nil
-}
-
-// readKnownHosts reads the known_hosts file path, a key to trust: one
-// that another user could write or replace would let them vouch for a
-// login host of theirs, which would then be sent the site's placeholder
-// key, the agent and its jobs. So it is opened and checked as a host key
-// pin is (sshkey.OpenTrusted: the user's or root's, not writable by
-// others, through no link another user could aim), and knownhosts reads
-// that same open file by its descriptor, not the name again.
-func readKnownHosts(path string) (ssh.HostKeyCallback, error) {
-	f, err := sshkey.OpenTrusted(path, sshkey.KnownHosts)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fdPath := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-	cb, err := knownhosts.New(fdPath)
-	if err != nil {
-		return nil, fmt.Errorf("known hosts file %s: %s", path, strings.ReplaceAll(err.Error(), fdPath, path))
-	}
-	return cb, nil
-}
 
 func algorithmsFor(keyType string) []string {
 	if keyType == ssh.KeyAlgoRSA {
@@ -423,6 +304,11 @@ func (s *SSH) session(ctx context.Context) (*ssh.Session, error) {
 // for (keepalive, a command's opening unanswered, a stalled transfer
 // whose connection no longer answers: EndSFTP).
 func (s *SSH) Cut() {
+	if s.jump != nil {
+		// Its socket first: closing the login connection, a channel of
+		// it, would wait on the silent jump host's full window.
+		s.jump.Close()
+	}
 	s.client.Close()
 	s.sftpMu.Lock()
 	s.closeSFTPLocked()

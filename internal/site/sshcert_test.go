@@ -2,9 +2,14 @@ package site
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/pem"
 	"errors"
 	"net"
@@ -17,6 +22,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/mq-hpc/mq/internal/sshkey"
 )
 
 // certLogin is an in-process login host that accepts only OpenSSH user
@@ -87,11 +94,23 @@ func newSigner(t *testing.T) ssh.Signer {
 	return s
 }
 
-// writeKey writes a new unencrypted private key to path (mode 0600) and
-// returns it.
-func writeKey(t *testing.T, path string) ed25519.PrivateKey {
+// writeKey writes a new unencrypted private key of kind ("" for
+// ed25519, "rsa", "ecdsa") to path (mode 0600) and returns it.
+func writeKey(t *testing.T, path, kind string) crypto.Signer {
 	t.Helper()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	var priv crypto.Signer
+	var err error
+	switch kind {
+	case "":
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	case "rsa":
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
+	case "ecdsa":
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +149,7 @@ func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
 	}
 }
 
-func pubOf(t *testing.T, priv ed25519.PrivateKey) ssh.PublicKey {
+func pubOf(t *testing.T, priv crypto.Signer) ssh.PublicKey {
 	t.Helper()
 	pk, err := ssh.NewPublicKey(priv.Public())
 	if err != nil {
@@ -169,8 +188,9 @@ func TestSSHCertLogin(t *testing.T) {
 	expiredAt := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
 	cases := []struct {
 		name string
-		// home: the key is ~/.ssh/id_ed25519, found without --key.
+		// home: the key is ~/.ssh/id_KIND, found without --key.
 		home bool
+		kind string // of the key: "" (ed25519), "rsa", "ecdsa"
 		// cert is the certificate file's content for the key's public
 		// key; nil writes none.
 		cert func(pub ssh.PublicKey) []byte
@@ -181,6 +201,15 @@ func TestSSHCertLogin(t *testing.T) {
 			return ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour))
 		}, mode: 0o644},
 		{name: "default key and cert", home: true, cert: func(pub ssh.PublicKey) []byte {
+			return ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour))
+		}, mode: 0o644},
+		{name: "rsa key and cert", kind: "rsa", cert: func(pub ssh.PublicKey) []byte {
+			return ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour))
+		}, mode: 0o644},
+		{name: "default ecdsa key and cert", home: true, kind: "ecdsa", cert: func(pub ssh.PublicKey) []byte {
+			return ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour))
+		}, mode: 0o644},
+		{name: "default rsa key and cert", home: true, kind: "rsa", cert: func(pub ssh.PublicKey) []byte {
 			return ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour))
 		}, mode: 0o644},
 		{name: "cert that never expires", cert: func(pub ssh.PublicKey) []byte {
@@ -220,9 +249,9 @@ func TestSSHCertLogin(t *testing.T) {
 			home := noAgent(t)
 			keyFile := filepath.Join(t.TempDir(), "id_site")
 			if tc.home {
-				keyFile = filepath.Join(home, ".ssh", "id_ed25519")
+				keyFile = filepath.Join(home, ".ssh", "id_"+cmp.Or(tc.kind, "ed25519"))
 			}
-			priv := writeKey(t, keyFile)
+			priv := writeKey(t, keyFile, tc.kind)
 			if tc.cert != nil {
 				writeFile(t, keyFile+"-cert.pub", tc.cert(pubOf(t, priv)), tc.mode)
 			}
@@ -264,7 +293,7 @@ func TestSSHCertRenewed(t *testing.T) {
 	l := startCertLogin(t)
 	noAgent(t)
 	keyFile := filepath.Join(t.TempDir(), "id_site")
-	pub := pubOf(t, writeKey(t, keyFile))
+	pub := pubOf(t, writeKey(t, keyFile, ""))
 	certFile := keyFile + "-cert.pub"
 	hour := uint64(time.Now().Add(time.Hour).Unix())
 	for i, step := range []struct {
@@ -329,7 +358,7 @@ func TestSSHAgentCert(t *testing.T) {
 			t.Setenv("SSH_AUTH_SOCK", serveAgent(t, keyring))
 			if tc.file {
 				keyFile := filepath.Join(home, ".ssh", "id_ed25519")
-				pub := pubOf(t, writeKey(t, keyFile))
+				pub := pubOf(t, writeKey(t, keyFile, ""))
 				writeFile(t, keyFile+"-cert.pub", ssh.MarshalAuthorizedKey(cert(t, l.ca, pub, 7, hour)), 0o644)
 			}
 			l.serial.Store(0)
@@ -372,4 +401,32 @@ func serveAgent(t *testing.T, keyring agent.Agent) string {
 		}
 	}()
 	return sock
+}
+
+// TestSSHCertSkippedKeyStillOffered: a certificate skipped (here one
+// that does not parse, and one others can write) or refused by a login
+// host that knows only the plain key leaves the key offered after it:
+// a bad certificate file beside a key never costs a login that the key
+// alone gets.
+func TestSSHCertSkippedKeyStillOffered(t *testing.T) {
+	l := startSFTPLogin(t)
+	ca := newSigner(t)
+	signer, err := sshkey.LoadSigner(l.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{
+		{"garbage", []byte("garbage\n"), 0o644},
+		{"writable by others", ssh.MarshalAuthorizedKey(cert(t, ca, signer.PublicKey(), 1, ssh.CertTimeInfinity)), 0o666},
+		{"valid, from a CA the host does not trust", ssh.MarshalAuthorizedKey(cert(t, ca, signer.PublicKey(), 1, ssh.CertTimeInfinity)), 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, l.keyFile+"-cert.pub", tc.data, tc.mode)
+			l.dial(t, SSHConfig{})
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path"
@@ -44,7 +45,8 @@ type SSHConfig struct {
 	// is checked against the same known_hosts, and the same keys log in.
 	JumpUser, JumpAddr string
 	// KeyFile is a private key; "" means the user's ssh-agent
-	// ($SSH_AUTH_SOCK), then ~/.ssh/id_ed25519, id_ecdsa, id_rsa.
+	// ($SSH_AUTH_SOCK), then ~/.ssh/id_ed25519, id_ecdsa, id_rsa. A key
+	// file's OpenSSH certificate, FILE-cert.pub, is offered before it.
 	KeyFile string
 	// KnownHosts verifies the host key; "" means ~/.ssh/known_hosts.
 	KnownHosts string
@@ -97,37 +99,70 @@ func algorithmsFor(keyType string) []string {
 	return []string{keyType}
 }
 
-// authMethods: the key file; else the ssh-agent; else default keys.
-func authMethods(keyFile, home string) ([]ssh.AuthMethod, func(), error) {
+// authMethods: the key file; else the ssh-agent's keys, then the
+// default keys. A key file's certificate (sshkey.CertFile), if it has
+// one, is offered before the key, as OpenSSH does; skipped says why a
+// certificate found is not ("" if none was skipped, else ending "; "),
+// for the error if no key is accepted. It is called at each connection,
+// so a certificate renewed on disk is used from the next on.
+func authMethods(keyFile, home string) (methods []ssh.AuthMethod, skipped string, closeAuth func(), err error) {
 	none := func() {}
+	now := time.Now()
+	withCert := func(path string, key ssh.Signer) []ssh.Signer {
+		cert, err := sshkey.LoadCertSigner(path, key, now)
+		if err == nil {
+			return []ssh.Signer{cert, key}
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			skipped += err.Error() + "; "
+		}
+		return []ssh.Signer{key}
+	}
 	if keyFile != "" {
 		signer, err := sshkey.LoadSigner(keyFile)
 		if err != nil {
-			return nil, none, err
+			return nil, "", none, err
 		}
-		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, none, nil
+		return []ssh.AuthMethod{ssh.PublicKeys(withCert(keyFile, signer)...)}, skipped, none, nil
 	}
-	var methods []ssh.AuthMethod
-	closeAll := none
+	var files []ssh.Signer
+	for _, name := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+		path := filepath.Join(home, ".ssh", name)
+		if s, err := sshkey.LoadSigner(path); err == nil {
+			files = append(files, withCert(path, s)...)
+		}
+	}
+	var fromAgent func() ([]ssh.Signer, error)
+	closeAuth = none
 	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
 		if c, err := net.Dial("unix", sock); err == nil {
-			methods = append(methods, ssh.PublicKeysCallback(agent.NewClient(c).Signers))
-			closeAll = func() { c.Close() }
+			fromAgent = agent.NewClient(c).Signers
+			closeAuth = func() { c.Close() }
 		}
 	}
-	var signers []ssh.Signer
-	for _, name := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-		if s, err := sshkey.LoadSigner(filepath.Join(home, ".ssh", name)); err == nil {
-			signers = append(signers, s)
+	if fromAgent == nil && len(files) == 0 {
+		return nil, "", none, errors.New("no SSH key: give --key, run an ssh-agent, or have an unencrypted ~/.ssh/id_ed25519")
+	}
+	// One method for both: x/crypto tries each method (by its name,
+	// "publickey") once, so keys in a second were never offered.
+	signers := func() ([]ssh.Signer, error) {
+		var all []ssh.Signer
+		if fromAgent != nil {
+			// An agent that fails leaves the key files.
+			all, _ = fromAgent()
 		}
+		seen := make(map[string]bool, len(all))
+		for _, s := range all {
+			seen[string(s.PublicKey().Marshal())] = true
+		}
+		for _, s := range files {
+			if !seen[string(s.PublicKey().Marshal())] {
+				all = append(all, s)
+			}
+		}
+		return all, nil
 	}
-	if len(signers) > 0 {
-		methods = append(methods, ssh.PublicKeys(signers...))
-	}
-	if len(methods) == 0 {
-		return nil, none, errors.New("no SSH key: give --key, run an ssh-agent, or have an unencrypted ~/.ssh/id_ed25519")
-	}
-	return methods, closeAll, nil
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(signers)}, skipped, closeAuth, nil
 }
 
 // keepalive drops a connection whose peer went silent, so the next command

@@ -31,16 +31,16 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (*SSH, error) {
 	if khPath == "" {
 		khPath = filepath.Join(home, ".ssh", "known_hosts")
 	}
-	auth, closeAuth, err := authMethods(cfg.KeyFile, home)
+	auth, skipped, closeAuth, err := authMethods(cfg.KeyFile, home)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAuth()
 	d := net.Dialer{Timeout: cfg.Timeout, KeepAlive: 15 * time.Second}
-	login := hop{role: "login host", user: cfg.User, addr: cfg.Addr, dial: d.DialContext}
+	login := hop{role: "login host", user: cfg.User, addr: cfg.Addr, dial: d.DialContext, skipped: skipped}
 	var jump *ssh.Client
 	if cfg.JumpAddr != "" {
-		j := hop{role: "jump host", user: cfg.JumpUser, addr: cfg.JumpAddr, dial: d.DialContext}
+		j := hop{role: "jump host", user: cfg.JumpUser, addr: cfg.JumpAddr, dial: d.DialContext, skipped: skipped}
 		if jump, _, err = j.handshake(ctx, khPath, auth, cfg.Timeout); err != nil {
 			return nil, err
 		}
@@ -71,6 +71,7 @@ type hop struct {
 	role       string // "login host" or "jump host", for errors
 	user, addr string
 	via        string // the jump host's address when dial goes through it
+	skipped    string // why certificates found were not offered (authMethods)
 	dial       func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -116,9 +117,9 @@ func (h hop) handshake(ctx context.Context, khPath string, auth []ssh.AuthMethod
 			return nil, nil, fmt.Errorf("ssh %s@%s: no SSH handshake within %s: the %s accepts connections but does not answer (sshd hung or overloaded, or a firewall in the way)", h.user, h.addr, timeout, h.role)
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			if h.role != "login host" {
-				return nil, nil, fmt.Errorf("ssh %s@%s: %w (%v)", h.user, h.addr, errJumpAuth, err)
+				return nil, nil, fmt.Errorf("ssh %s@%s: %w (%s%v)", h.user, h.addr, errJumpAuth, h.skipped, err)
 			}
-			return nil, nil, fmt.Errorf("ssh %s@%s: %w (%v)", h.user, h.addr, errAuth, err)
+			return nil, nil, fmt.Errorf("ssh %s@%s: %w (%s%v)", h.user, h.addr, errAuth, h.skipped, err)
 		}
 		return nil, nil, fmt.Errorf("ssh %s@%s: %w", h.user, h.addr, err)
 	}

@@ -1,12 +1,18 @@
 package sshkey
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/mq-hpc/mq/internal/otheruser"
 )
@@ -172,4 +178,66 @@ func TestTrustRoot(t *testing.T) {
 		t.Errorf("a known_hosts of root's, for uid %d: %v", user, err)
 	}
 	oneLine(t, "a private key of root's", privateKey.check(path, fi, user), path, "is owned by uid 0, not by you (uid 12345)")
+}
+
+// TestLoadCertSigner: a key's certificate, KEY-cert.pub, is read as a
+// key to trust (ours or root's, not writable by others, mode 0644 fine:
+// it is public) and used only if it is a user certificate of this key
+// that has not expired; each refusal is one line naming the file. With
+// no certificate file the error is fs.ErrNotExist, which callers pass
+// over in silence.
+func TestLoadCertSigner(t *testing.T) {
+	dir := t.TempDir()
+	key := newKey(t, dir, "id")
+	signer, err := LoadSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, caPriv, _ := ed25519.GenerateKey(rand.Reader)
+	ca, _ := ssh.NewSignerFromKey(caPriv)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	write := func(c *ssh.Certificate, mode os.FileMode) {
+		t.Helper()
+		if err := c.SignCert(rand.Reader, ca); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(CertFile(key), ssh.MarshalAuthorizedKey(c), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(CertFile(key), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := func(validBefore uint64) *ssh.Certificate {
+		return &ssh.Certificate{Key: signer.PublicKey(), CertType: ssh.UserCert, ValidPrincipals: []string{"u"}, ValidBefore: validBefore}
+	}
+
+	if _, err := LoadCertSigner(key, signer, now); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no certificate file: %v; want fs.ErrNotExist", err)
+	}
+	for _, vb := range []uint64{uint64(now.Unix()) + 1, ssh.CertTimeInfinity} {
+		write(user(vb), 0o644)
+		cs, err := LoadCertSigner(key, signer, now)
+		if err != nil {
+			t.Fatalf("a certificate valid before %d: %v", vb, err)
+		}
+		if c, ok := cs.PublicKey().(*ssh.Certificate); !ok || c.ValidBefore != vb {
+			t.Errorf("a certificate valid before %d: the signer offers %s", vb, cs.PublicKey().Type())
+		}
+	}
+	write(user(uint64(now.Unix())), 0o644)
+	_, err = LoadCertSigner(key, signer, now)
+	oneLine(t, "an expired certificate", err, CertFile(key), "expired at 2026-12-01T12:00:00Z")
+
+	// Another uid's: root makes one; anyone else, as loadSigner's euid.
+	write(user(ssh.CertTimeInfinity), 0o644)
+	euid := os.Geteuid() + 1
+	if os.Geteuid() == 0 {
+		euid = 0
+		if err := os.Chown(CertFile(key), 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = loadCertSigner(key, signer, now, euid)
+	oneLine(t, "a certificate of another uid", err, CertFile(key), "is owned by uid", "or root", "they could put another certificate in it")
 }

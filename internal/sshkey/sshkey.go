@@ -106,6 +106,9 @@ type Trust struct {
 	// root and not writable by group or others (a key to trust).
 	Private bool
 	Hint    string // the way out besides fixing the file, for errors
+	// Risk is what another user who could change the file could do, for
+	// errors; "" means putting their own key in it.
+	Risk string
 }
 
 var (
@@ -156,11 +159,15 @@ func (t Trust) check(path string, fi fs.FileInfo, euid int) error {
 	if t.Hint != "" {
 		hint = ", " + t.Hint
 	}
+	risk := t.Risk
+	if risk == "" {
+		risk = "put their own key in it"
+	}
 	switch {
 	case t.Private && uid != euid:
 		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d): its owner can read and change it; if it is yours, sudo chown %d %s; else use a key of your own", t.What, path, uid, euid, euid, path)
 	case !t.Private && uid != euid && uid != 0:
-		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d) or root: they could put their own key in it; copy it to a file of your own%s", t.What, path, uid, euid, hint)
+		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d) or root: they could %s; copy it to a file of your own%s", t.What, path, uid, euid, risk, hint)
 	case t.Private && perm&0o077 != 0:
 		how := "open to"
 		switch {
@@ -171,7 +178,7 @@ func (t Trust) check(path string, fi fs.FileInfo, euid int) error {
 		}
 		return fmt.Errorf("%s %s is %s others (mode %04o); chmod 600 %s", t.What, path, how, perm, path)
 	case perm&0o022 != 0:
-		return fmt.Errorf("%s %s is writable by others (mode %04o): they could put their own key in it; chmod go-w %s%s", t.What, path, perm, path, hint)
+		return fmt.Errorf("%s %s is writable by others (mode %04o): they could %s; chmod go-w %s%s", t.What, path, perm, risk, path, hint)
 	}
 	return nil
 }

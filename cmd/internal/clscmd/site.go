@@ -99,7 +99,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
 		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site", Destination: &v.spec.SSH},
 		&cli.StringFlag{Name: "jump", Usage: "`user@jump-host[:port]` the login host is reached through, as ssh -J (its key checked in the same known_hosts; the same keys log in)", Destination: &v.spec.Jump},
-		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
+		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host, offered with its certificate FILE-cert.pub if there is one (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
 		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts, TakesFile: true},
 		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)", Destination: &v.spec.Queue},
 		&cli.IntFlag{Name: "min", Usage: "placeholders to keep queued+running while there is work", Value: 0, Destination: &v.spec.Min},

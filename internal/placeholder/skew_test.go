@@ -1,10 +1,8 @@
 package placeholder
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,15 +32,7 @@ func TestAgentClockSkew(t *testing.T) {
 			if e.State != "D" {
 				t.Fatalf("job ended %+v", e)
 			}
-			started, err1 := time.Parse(time.RFC3339Nano, e.Started)
-			finished, err2 := time.Parse(time.RFC3339Nano, e.Finished)
-			if err1 != nil || err2 != nil {
-				t.Fatalf("times %q, %q: %v, %v", e.Started, e.Finished, err1, err2)
-			}
-			slack := protocol.MaxClockSkew
-			if started.Before(before.Add(-slack)) || finished.After(after.Add(slack)) {
-				t.Errorf("job recorded as run from %v to %v; the CLS saw it between %v and %v", started, finished, before, after)
-			}
+			started, finished := recordedBetween(t, e, before, after)
 			if ran := finished.Sub(started); ran < 250*time.Millisecond || ran > 30*time.Second {
 				t.Errorf("recorded span %v, want the 0.3 s it ran", ran)
 			}
@@ -61,19 +51,11 @@ func TestAgentSpoolsClockOffset(t *testing.T) {
 		t.Run(skew.String(), func(t *testing.T) {
 			t.Parallel()
 			c := newCLSLease(t, time.Hour)
-			clock := &fakeClock{now: time.Now()}
-			var down atomic.Bool
-			dir := t.TempDir()
 			before := time.Now()
-			ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
-			var log lockedLog
-			cfg := agentConfig(t, 1)
-			cfg.Dial, cfg.Now, cfg.Reconnect = unreachableCLS(c, clock, &down), clock.Now, 10*time.Minute
-			cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
-			a := New(cfg)
-			a.wall = func() time.Time { return time.Now().Add(skew) }
-			drainToSpool(t, c, a, &down, &log, dir)
-			files, _ := filepath.Glob(filepath.Join(cfg.OutDir, spool.Dir, "*"+spool.Suffix))
+			d := newSpoolingAgent(t, c, 1)
+			d.a.wall = func() time.Time { return time.Now().Add(skew) }
+			d.drain(t, c)
+			files, _ := filepath.Glob(filepath.Join(d.cfg.OutDir, spool.Dir, "*"+spool.Suffix))
 			if len(files) != 1 {
 				t.Fatalf("spooled %v, want one file", files)
 			}
@@ -88,21 +70,29 @@ func TestAgentSpoolsClockOffset(t *testing.T) {
 			if off := time.Duration(f.ClockOffsetMS) * time.Millisecond; off < -skew-protocol.MaxClockSkew || off > -skew+protocol.MaxClockSkew {
 				t.Fatalf("spooled a clock offset of %v, want about %v", off, -skew)
 			}
-			deliverOnce(t, c, a, cfg.OutDir)
+			deliverOnce(t, c, d.a, d.cfg.OutDir)
 			after := time.Now()
-			ranOnce(t, c, ids[0], dir)
-			e := c.wait(ids...)[ids[0]]
-			started, err1 := time.Parse(time.RFC3339Nano, e.Started)
-			finished, err2 := time.Parse(time.RFC3339Nano, e.Finished)
-			if err1 != nil || err2 != nil {
-				t.Fatalf("times %q, %q: %v, %v", e.Started, e.Finished, err1, err2)
-			}
-			slack := protocol.MaxClockSkew
-			if started.Before(before.Add(-slack)) || finished.After(after.Add(slack)) {
-				t.Errorf("job recorded as run from %v to %v; the CLS saw it between %v and %v", started, finished, before, after)
-			}
+			ranOnce(t, c, d.id, d.dir)
+			recordedBetween(t, c.wait(d.id)[d.id], before, after)
 		})
 	}
+}
+
+// recordedBetween checks that job end e was recorded as run between
+// before and after, when the CLS saw it, give or take the clock skew the
+// protocol allows, and returns its recorded start and finish.
+func recordedBetween(t *testing.T, e protocol.JobEnd, before, after time.Time) (started, finished time.Time) {
+	t.Helper()
+	started, err1 := time.Parse(time.RFC3339Nano, e.Started)
+	finished, err2 := time.Parse(time.RFC3339Nano, e.Finished)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("times %q, %q: %v, %v", e.Started, e.Finished, err1, err2)
+	}
+	slack := protocol.MaxClockSkew
+	if started.Before(before.Add(-slack)) || finished.After(after.Add(slack)) {
+		t.Errorf("job recorded as run from %v to %v; the CLS saw it between %v and %v", started, finished, before, after)
+	}
+	return started, finished
 }
 
 // TestNoteCLSClock: the agent keeps how far the CLS's clock is ahead of

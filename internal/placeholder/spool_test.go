@@ -81,18 +81,10 @@ func deliver(t *testing.T, c *cls, a *Agent, out string, want int) {
 func TestAgentDrainsUnreachable(t *testing.T) {
 	t.Parallel()
 	c := newCLSLease(t, time.Hour)
-	clock := &fakeClock{now: time.Now()}
-	var down atomic.Bool
-	dir := t.TempDir()
-	ids := c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: dir})
-	var log lockedLog
-	cfg := agentConfig(t, 2)
-	cfg.Dial, cfg.Now, cfg.Reconnect = unreachableCLS(c, clock, &down), clock.Now, 10*time.Minute
-	cfg.Log = slog.New(slog.NewTextHandler(&log, nil))
-	a := New(cfg)
-	drainToSpool(t, c, a, &down, &log, dir)
-	deliverOnce(t, c, a, cfg.OutDir)
-	ranOnce(t, c, ids[0], dir)
+	d := newSpoolingAgent(t, c, 2)
+	d.drain(t, c)
+	deliverOnce(t, c, d.a, d.cfg.OutDir)
+	ranOnce(t, c, d.id, d.dir)
 }
 
 // TestAgentSpoolsReports: the CLS goes away while a job runs and stays
@@ -393,6 +385,17 @@ func (s *slowCloser) closingAfterPoll(t *testing.T, c *cls, stop func()) {
 	}
 }
 
+// slowClosingAgent is an agent of one slot, cfg, whose connections to
+// its CLS c (an hour's lease) are slow to close, as sc holds them.
+func slowClosingAgent(t *testing.T) (c *cls, sc *slowCloser, cfg Config, a *Agent) {
+	t.Helper()
+	c = newCLSLease(t, time.Hour)
+	sc = newSlowCloser(t)
+	cfg = agentConfig(t, 1)
+	cfg.Dial = sc.dial(c)
+	return c, sc, cfg, New(cfg)
+}
+
 // handedBackUnstarted checks that job id, which would write dir/ran.txt,
 // never ran and is queued again, its first attempt handed back unstarted.
 func handedBackUnstarted(c *cls, id int64, dir string) error {
@@ -407,6 +410,38 @@ func handedBackUnstarted(c *cls, id int64, dir string) error {
 		return fmt.Errorf("job %d: state %s, history %+v, unstarted %+v; want Q, attempt 1 handed back unstarted, no history", id, d.State, d.History, d.Unstarted)
 	}
 	return nil
+}
+
+// spoolingAgent is an agent whose CLS becomes unreachable for good
+// (down) once its one job, id, which runs in dir until dir/release is
+// there, has started: drain runs it until it has drained to its spool.
+type spoolingAgent struct {
+	a    *Agent
+	cfg  Config
+	id   int64
+	dir  string
+	down atomic.Bool
+	log  lockedLog
+}
+
+// newSpoolingAgent submits the job to c and makes the agent, of slots
+// slots, which has 10 minutes to reach its CLS again before it gives up
+// on it; each failed dial moves its clock 4 minutes on.
+func newSpoolingAgent(t *testing.T, c *cls, slots int) *spoolingAgent {
+	t.Helper()
+	s := &spoolingAgent{dir: t.TempDir()}
+	clock := &fakeClock{now: time.Now()}
+	s.id = c.submit(protocol.JobSpec{Target: "t", Command: "touch started; while [ ! -e release ]; do sleep 0.02; done; echo ran >> ran.txt", Cwd: s.dir})[0]
+	s.cfg = agentConfig(t, slots)
+	s.cfg.Dial, s.cfg.Now, s.cfg.Reconnect = unreachableCLS(c, clock, &s.down), clock.Now, 10*time.Minute
+	s.cfg.Log = slog.New(slog.NewTextHandler(&s.log, nil))
+	s.a = New(s.cfg)
+	return s
+}
+
+func (s *spoolingAgent) drain(t *testing.T, c *cls) {
+	t.Helper()
+	drainToSpool(t, c, s.a, &s.down, &s.log, s.dir)
 }
 
 // drainToSpool runs a, whose CLS c becomes unreachable for good (down) once
@@ -441,11 +476,7 @@ func drainToSpool(t *testing.T, c *cls, a *Agent, down *atomic.Bool, log *locked
 // lease lapsed, an attempt counted.)
 func TestAgentHandsBackLateJobs(t *testing.T) {
 	t.Parallel()
-	c := newCLSLease(t, time.Hour)
-	sc := newSlowCloser(t)
-	cfg := agentConfig(t, 1)
-	cfg.Dial = sc.dial(c)
-	a := New(cfg)
+	c, sc, cfg, a := slowClosingAgent(t)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
 	// The connection closes once the work loop has returned.
@@ -491,11 +522,7 @@ func TestAgentHandsBackLateJobs(t *testing.T) {
 // stayed handed out to an agent that had stopped.)
 func TestAgentHandsBackJobsAfterStop(t *testing.T) {
 	t.Parallel()
-	c := newCLSLease(t, time.Hour)
-	sc := newSlowCloser(t)
-	cfg := agentConfig(t, 1)
-	cfg.Dial = sc.dial(c)
-	a := New(cfg)
+	c, sc, _, a := slowClosingAgent(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -169,33 +169,50 @@ func (s *Remote) reclaimPort(ctx context.Context, r Runner, t Tunneler) (int, er
 
 // tunnelSessionFile, in the site's directory on the login host, names the
 // sshd session that holds the tunnel's forward: its pid and start time.
+// The start time is ps's lstart, or "proc TICKS" where ps cannot say it
+// and /proc can (field 22 of /proc/PID/stat); each is compared only
+// with one told the same way.
 const tunnelSessionFile = "tunnel-session"
 
 // staleEnded is what endStaleSessionCommand prints when it ended one.
 const staleEnded = "ended"
 
-// ourSession is a shell function that prints the pid of the sshd session
-// process that runs the command (the parent of the command's shell,
-// which withSession's exec put in place of the login shell), and fails
-// where there is none. The session runs as the user: sshd's per
+// ourSession is shell functions. mq_session prints the pid of the sshd
+// session process that runs the command (the parent of the command's
+// shell, which withSession's exec put in place of the login shell), and
+// fails where there is none. The session runs as the user: sshd's per
 // connection process, sshd or sshd-session, which also holds the
-// connection's forwards.
-const ourSession = `mq_session() { p=$(ps -o ppid= -p $$ 2>/dev/null | tr -d ' ') && [ -n "$p" ] && case "$(ps -o comm= -p "$p" 2>/dev/null)" in sshd*) echo "$p";; *) false;; esac; }; `
+// connection's forwards. mq_comm, mq_lstart and mq_start tell a
+// process's command name and start time. Each asks ps first and falls
+// back to Linux's /proc where ps says nothing (BusyBox's ps has no -p
+// or lstart): fields 4 (the parent) and 22 (the start in clock ticks
+// since boot) of /proc/PID/stat, counted from after the last ')', since
+// field 2, the command's name, is in parentheses and may hold spaces
+// and ')' itself.
+const ourSession = `mq_stat() { mq_s=$(cat "/proc/$1/stat" 2>/dev/null) && set -- ${mq_s##*\)} && [ $# -ge 20 ] && echo "$2 ${20}"; }; ` +
+	`mq_comm() { mq_c=$(ps -o comm= -p "$1" 2>/dev/null); [ -n "$mq_c" ] || mq_c=$(cat "/proc/$1/comm" 2>/dev/null); echo "$mq_c"; }; ` +
+	`mq_lstart() { echo $(ps -o lstart= -p "$1" 2>/dev/null); }; ` +
+	`mq_start() { mq_t=$(mq_stat "$1") && mq_t=${mq_t#* } && case "$mq_t" in ''|*[!0-9]*) false;; *) echo "$mq_t";; esac; }; ` +
+	`mq_session() { p=$(ps -o ppid= -p $$ 2>/dev/null | tr -d ' '); ` +
+	`case "$p" in ''|*[!0-9]*) p=$(mq_stat $$) && p=${p%% *};; esac; case "$p" in ''|*[!0-9]*) return 1;; esac; ` +
+	`case "$(mq_comm "$p")" in sshd*) echo "$p";; *) false;; esac; }; `
 
 // noteSessionCommand writes the pid and start time of this connection's
 // sshd session to file, or nothing where they cannot be told.
 func noteSessionCommand(file string) string {
-	return ourSession + `umask 077; s=$(mq_session) || exit 0; st=$(echo $(ps -o lstart= -p "$s" 2>/dev/null)); [ -n "$st" ] || exit 0; ` +
+	return ourSession + `umask 077; s=$(mq_session) || exit 0; st=$(mq_lstart "$s"); ` +
+		`[ -n "$st" ] || { t=$(mq_start "$s") && st="proc $t"; } || exit 0; ` +
 		`printf '%s\n%s\n' "$s" "$st" >` + Quote(file+".tmp") + ` && mv -f ` + Quote(file+".tmp") + ` ` + Quote(file)
 }
 
 // endStaleSessionCommand ends the sshd session file names if it is still
-// the process noted (same pid, same start time, an sshd) and not this
-// connection's, and then prints staleEnded. kill reaches only the user's
-// own processes.
+// the process noted (same pid, same start time told the same way, an
+// sshd) and not this connection's, and then prints staleEnded. kill
+// reaches only the user's own processes.
 func endStaleSessionCommand(file string) string {
 	return ourSession + `f=` + Quote(file) + `; [ -f "$f" ] || exit 0; { read -r pid; read -r st; } <"$f"; ` +
 		`case "$pid" in ''|*[!0-9]*) exit 0;; esac; [ "$pid" != "$(mq_session)" ] || exit 0; ` +
-		`[ "$(echo $(ps -o lstart= -p "$pid" 2>/dev/null))" = "$(echo $st)" ] || exit 0; ` +
-		`case "$(ps -o comm= -p "$pid" 2>/dev/null)" in sshd*) kill "$pid" 2>/dev/null && echo ` + staleEnded + `;; esac; true`
+		`case "$st" in "proc "*) now="proc $(mq_start "$pid")";; *) now=$(mq_lstart "$pid");; esac; ` +
+		`[ -n "$now" ] && [ "$now" = "$(echo $st)" ] || exit 0; ` +
+		`case "$(mq_comm "$pid")" in sshd*) kill "$pid" 2>/dev/null && echo ` + staleEnded + `;; esac; true`
 }

@@ -128,8 +128,14 @@ func authMethods(keyFile, home string) (methods []ssh.AuthMethod, skipped string
 	var files []ssh.Signer
 	for _, name := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
 		path := filepath.Join(home, ".ssh", name)
-		if s, err := sshkey.LoadSigner(path); err == nil {
+		s, err := sshkey.LoadSigner(path)
+		switch {
+		case err == nil:
 			files = append(files, withCert(path, s)...)
+		case !errors.Is(err, fs.ErrNotExist):
+			// Said if no key is accepted: a key the user meant to be
+			// used (encrypted, or open to others) was not offered.
+			skipped += err.Error() + ", not offered; "
 		}
 	}
 	var fromAgent func() ([]ssh.Signer, error)
@@ -141,7 +147,11 @@ func authMethods(keyFile, home string) (methods []ssh.AuthMethod, skipped string
 		}
 	}
 	if fromAgent == nil && len(files) == 0 {
-		return nil, "", none, errors.New("no SSH key: give --key, run an ssh-agent, or have an unencrypted ~/.ssh/id_ed25519")
+		why := ""
+		if skipped != "" {
+			why = " (" + strings.TrimSuffix(skipped, "; ") + ")"
+		}
+		return nil, "", none, fmt.Errorf("no SSH key: give --key, run an ssh-agent (ssh-add loads an encrypted key into it), or have an unencrypted ~/.ssh/id_ed25519%s", why)
 	}
 	// One method for both: x/crypto tries each method (by its name,
 	// "publickey") once, so keys in a second were never offered.

@@ -430,3 +430,50 @@ func TestSSHCertSkippedKeyStillOffered(t *testing.T) {
 		})
 	}
 }
+
+// A default key that cannot be offered (encrypted, or open to others) is
+// named in the error the user sees, with the way out, rather than "no
+// SSH key" alone; a missing one is not.
+func TestDefaultKeyNotOfferedSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		want []string
+	}{
+		{"missing", func(*testing.T, string) {}, []string{"no SSH key: give --key, run an ssh-agent (ssh-add"}},
+		{"encrypted", func(t *testing.T, path string) {
+			_, priv, _ := ed25519.GenerateKey(rand.Reader)
+			block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte("secret"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, pem.EncodeToMemory(block), 0o600)
+		}, []string{"ssh-add loads an encrypted key", "id_ed25519 is encrypted", "not offered"}},
+		{"open to others", func(t *testing.T, path string) {
+			writeKey(t, path, "")
+			if err := os.Chmod(path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"id_ed25519 is", "0644", "not offered"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := noAgent(t)
+			if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tc.make(t, filepath.Join(home, ".ssh", "id_ed25519"))
+			_, _, _, err := authMethods("", home)
+			if err == nil {
+				t.Fatal("authMethods found a key")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.name == "missing" && strings.Contains(err.Error(), "not offered") {
+				t.Errorf("a missing key is named: %q", err)
+			}
+		})
+	}
+}

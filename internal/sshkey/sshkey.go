@@ -90,7 +90,7 @@ func loadSigner(path string, euid int) (ssh.Signer, error) {
 	if err != nil {
 		var pm *ssh.PassphraseMissingError
 		if errors.As(err, &pm) {
-			return nil, fmt.Errorf("private key %s is encrypted; placeholders need a key without a passphrase", path)
+			return nil, fmt.Errorf("private key %s is encrypted (mq cannot ask for its passphrase)", path)
 		}
 		return nil, fmt.Errorf("private key %s: %w", path, err)
 	}

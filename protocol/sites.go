@@ -11,9 +11,9 @@ const LocalSite = "local"
 
 // SiteSpec is a site's settings, as `cls site add` gives them.
 type SiteSpec struct {
-	Name       string  `json:"name"`
-	Type       string  `json:"type"`                  // local, sge, slurm, pbs
-	SSH        string  `json:"ssh,omitempty"`         // user@login-host[:port]
+	Name string `json:"name"`
+	Type string `json:"type"`          // local, sge, slurm, pbs
+	SSH  string `json:"ssh,omitempty"` // user@login-host[:port]
 	// Jump is a jump host the login host is reached through
 	// (user@jump-host[:port], as ssh -J); "" = none.
 	Jump       string  `json:"jump,omitempty"`

@@ -1,10 +1,12 @@
 package site
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -130,9 +132,11 @@ func (h hop) handshake(ctx context.Context, khPath string, auth []ssh.AuthMethod
 // hostKeyCheck returns the known_hosts check for addr and the host key
 // algorithms known_hosts has for it: offering only those makes the server
 // show a key we can check, instead of one of another type that would look
-// like a changed key.
+// like a changed key. Where a certificate authority vouches for addr
+// (an "@cert-authority" line), every host certificate algorithm is
+// offered first, as the CA may sign keys of any type.
 func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
-	cb, err := readKnownHosts(path)
+	cb, cas, err := readKnownHosts(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,24 +151,46 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 			return fmt.Errorf("%w: %s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
 				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
 		}
+		if c, ok := key.(*ssh.Certificate); ok && err != nil {
+			return fmt.Errorf("%w: %s showed a host certificate signed by %s %s, which no @cert-authority line of %s vouches for (%v)",
+				ErrHostUnknown, hostname, c.SignatureKey.Type(), ssh.FingerprintSHA256(c.SignatureKey), path, err)
+		}
 		return err
 	}
-	// Ask with a throwaway key: the error lists the keys known for addr.
+	// Ask with a throwaway key: the error lists the keys known for addr,
+	// authorities' too.
 	var algs []string
+	seen := map[string]bool{}
+	add := func(a ...string) {
+		for _, a := range a {
+			if !seen[a] {
+				seen[a] = true
+				algs = append(algs, a)
+			}
+		}
+	}
 	probe, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
 	var ke *knownhosts.KeyError
 	if err := cb(addr, &net.TCPAddr{IP: net.IPv4(0, 0, 0, 0)}, probe); errors.As(err, &ke) {
-		seen := map[string]bool{}
 		for _, k := range ke.Want {
-			for _, a := range algorithmsFor(k.Key.Type()) {
-				if !seen[a] {
-					seen[a] = true
-					algs = append(algs, a)
-				}
+			if cas[string(k.Key.Marshal())] {
+				add(hostCertAlgorithms...)
+			}
+		}
+		for _, k := range ke.Want {
+			if !cas[string(k.Key.Marshal())] {
+				add(algorithmsFor(k.Key.Type())...)
 			}
 		}
 	}
 	return check, algs, nil
+}
+
+// hostCertAlgorithms are the host certificate algorithms offered where
+// a certificate authority vouches for the login host.
+var hostCertAlgorithms = []string{
+	ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01, ssh.CertAlgoECDSA521v01,
+	ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01,
 }
 
 // readKnownHosts reads the known_hosts file path, a key to trust: one
@@ -174,16 +200,42 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 // pin is (sshkey.OpenTrusted: the user's or root's, not writable by
 // others, through no link another user could aim), and knownhosts reads
 // that same open file by its descriptor, not the name again.
-func readKnownHosts(path string) (ssh.HostKeyCallback, error) {
+func readKnownHosts(path string) (cb ssh.HostKeyCallback, cas map[string]bool, err error) {
 	f, err := sshkey.OpenTrusted(path, sshkey.KnownHosts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fdPath := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-	cb, err := knownhosts.New(fdPath)
+	cb, err = knownhosts.New(fdPath)
 	if err != nil {
-		return nil, fmt.Errorf("known hosts file %s: %s", path, strings.ReplaceAll(err.Error(), fdPath, path))
+		return nil, nil, fmt.Errorf("known hosts file %s: %s", path, strings.ReplaceAll(err.Error(), fdPath, path))
 	}
-	return cb, nil
+	// knownhosts read it by its own descriptor: this one is at its start.
+	data, err := io.ReadAll(io.LimitReader(f, maxKnownHosts+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("known hosts file %s: %w", path, err)
+	}
+	if len(data) > maxKnownHosts {
+		return nil, nil, fmt.Errorf("known hosts file %s is over %d MiB", path, maxKnownHosts>>20)
+	}
+	return cb, authorities(data), nil
+}
+
+// maxKnownHosts bounds a known_hosts file read (hundreds of thousands
+// of hosts' lines).
+const maxKnownHosts = 64 << 20
+
+// authorities returns the keys of data's "@cert-authority" lines, as
+// marshalled: knownhosts lists them beside host keys, alike.
+func authorities(data []byte) map[string]bool {
+	cas := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		// One line at a time: a line ParseKnownHosts cannot read is
+		// skipped, not the lines after it.
+		if marker, _, key, _, _, err := ssh.ParseKnownHosts(line); err == nil && marker == "cert-authority" {
+			cas[string(key.Marshal())] = true
+		}
+	}
+	return cas
 }

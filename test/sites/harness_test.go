@@ -202,6 +202,7 @@ type login struct {
 	ns         string // network namespace sshd runs in, if any
 	user       string // the site's user there
 	stock      string // Debian's sshd_config, if sshd runs with it
+	extra      string // sshd_config lines added to the test's own
 }
 
 func freePort(t *testing.T, host string) string {
@@ -353,7 +354,7 @@ MaxSessions 100
 AllowTcpForwarding yes
 GatewayPorts clientspecified
 Subsystem sftp internal-sftp
-`, port, host, l.dir, l.dir)), 0o600)
+%s`, port, host, l.dir, l.dir, l.extra)), 0o600)
 	}
 	// -D: stay in the foreground, so the test owns the process.
 	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))

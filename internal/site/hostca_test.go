@@ -1,6 +1,7 @@
 package site
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -88,6 +89,11 @@ func TestHostCertificateAuthority(t *testing.T) {
 			}
 			s, err := DialSSH(context.Background(), SSHConfig{User: "u", Addr: ln.Addr().String(), KeyFile: key, KnownHosts: kh, Timeout: time.Minute})
 			if err == nil {
+				// What placeholders pin: the certified key, which outlives
+				// the certificate.
+				if got := s.HostKey(); !bytes.Equal(got.Marshal(), host.PublicKey().Marshal()) {
+					t.Errorf("HostKey() is %s %s; want the certified key %s", got.Type(), ssh.FingerprintSHA256(got), ssh.FingerprintSHA256(host.PublicKey()))
+				}
 				s.Close()
 			}
 			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {

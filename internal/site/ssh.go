@@ -220,8 +220,16 @@ func (s *SSH) probe(limit time.Duration) error {
 	}
 }
 
-// HostKey is the login host's key, as checked against known_hosts.
-func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
+// HostKey is the login host's key, as checked against known_hosts; of
+// a host certificate, the key it certifies. Placeholders pin it (tunnel
+// mode), and a certificate is renewed under the same key: a pinned
+// certificate would be refused once the host shows its next one.
+func (s *SSH) HostKey() ssh.PublicKey {
+	if c, ok := s.hostKey.(*ssh.Certificate); ok {
+		return c.Key
+	}
+	return s.hostKey
+}
 
 // Done is closed when the connection is gone.
 func (s *SSH) Done() <-chan struct{} { return s.dead }

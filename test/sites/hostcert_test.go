@@ -15,8 +15,9 @@ import (
 // A login host whose key is signed by a host certificate authority
 // (OpenSSH's HostCertificate) is trusted through a known_hosts
 // "@cert-authority" line alone, as centres that sign their hosts' keys
-// ask their users to do: the site connects and runs a job. A CA not in
-// known_hosts is refused as unknown.
+// ask their users to do: the site connects and runs a job, in tunnel
+// mode, whose placeholders pin the certified key the CLS saw. A CA not
+// in known_hosts is refused as unknown.
 func TestHostCertificate(t *testing.T) {
 	need(t, "slurm")
 	dir := t.TempDir()
@@ -61,12 +62,12 @@ func TestHostCertificate(t *testing.T) {
 	}
 
 	c := startCLS(t)
-	add := func(name, known string) {
+	add := func(name, known, connect string) {
 		c.must("cls", "site", "add", name, "--type", "slurm", "--ssh", l.user+"@"+addr, "--key", clientKey, "--known-hosts", known,
-			"--max", "1", "--walltime", "10m", "--idle", "3s")
+			"--connect", connect, "--max", "1", "--walltime", "10m", "--idle", "3s")
 	}
-	add("signed", kh)
-	add("othersigned", khOther)
+	add("signed", kh, "tunnel")
+	add("othersigned", khOther, "direct")
 	c.must("mqsub", "-q", "q", "j1", "echo one")
 	eventually(t, 2*time.Minute, "the job done at the site whose host key a known CA signed", func() bool { return len(c.jobs("D")) == 1 })
 	eventually(t, time.Minute, "the other CA's site refused", func() bool {

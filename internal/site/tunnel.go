@@ -75,8 +75,48 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 		return nil, fmt.Errorf("tunnel: cannot authorize the placeholder key on the login host: %w", err)
 	}
 	user, login, _ := ParseSSH(s.Spec.SSH)
+	if host, _, err := net.SplitHostPort(login); err == nil {
+		out, err := r.Run(ctx, loginNodeCommand(host))
+		var ce *ConnError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		if at, names := loginPool(out); names > 1 {
+			// Placeholders dial the name: each try lands on one of the
+			// nodes, and only this one has the forward.
+			s.log().Warn("tunnel: the login host's name has several addresses there (a pool of login nodes): the forward is only on the node this connection reached, and placeholders that land on another fail and try again until they reach it; give --ssh one login node's name",
+				"site", s.Spec.Name, "name", host, "addresses", names, "reached", at)
+		}
+	}
 	hk := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(t.HostKey())))
 	return []string{"--via", user + "@" + login, "--via-host-key", hk}, nil
+}
+
+// loginNodeCommand prints where the connection running it reached the
+// login host ("at IP PORT", sshd's SSH_CONNECTION) and each address host
+// has there ("name IP", getent ahosts: the login host's own view, which
+// compute nodes share).
+func loginNodeCommand(host string) string {
+	return `set -- $SSH_CONNECTION; [ $# -ge 4 ] && echo "at $3 $4"; ` +
+		`getent ahosts ` + Quote(host) + ` 2>/dev/null | while read -r a _; do echo "name $a"; done; true`
+}
+
+// loginPool reads loginNodeCommand's out: the address the connection
+// reached the login host at (its sshd's; "" if unknown), and how many
+// addresses the login host's name has there (more than one: a pool of
+// login nodes behind round-robin DNS).
+func loginPool(out []byte) (at string, names int) {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "at" && net.ParseIP(f[1]) != nil:
+			at = net.ParseIP(f[1]).String()
+		case len(f) == 2 && f[0] == "name" && net.ParseIP(f[1]) != nil:
+			seen[net.ParseIP(f[1]).String()] = true // ::ffff:a.b.c.d as a.b.c.d
+		}
+	}
+	return at, len(seen)
 }
 
 // TunnelKeyLine is the authorized_keys line on the login host for a tunnel

@@ -1,9 +1,11 @@
 package site
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -371,5 +373,93 @@ func TestTunnelReclaimsPort(t *testing.T) {
 				t.Errorf("port %d, binds %s, ended %v; want %d, %s, %v", r.tunnel, got, ended, want, wantBinds, stale)
 			}
 		})
+	}
+}
+
+// loginPool reads where the connection reached the login host and how
+// many addresses the login host's name has there (more than one: a pool
+// of login nodes).
+func TestLoginPool(t *testing.T) {
+	for _, tc := range []struct {
+		name, out, at string
+		names         int
+	}{
+		{"one address", "at 10.0.0.5 22\nname 10.0.0.5\n", "10.0.0.5", 1},
+		{"no getent", "at 10.0.0.5 22\n", "10.0.0.5", 0},
+		{"pool", "at 10.0.0.6 22\nname 10.0.0.5\nname 10.0.0.6\nname 10.0.0.6\nname 10.0.0.7\n", "10.0.0.6", 3},
+		{"pool, v4-mapped", "at ::ffff:10.0.0.6 22\nname 10.0.0.5\nname ::ffff:10.0.0.6\n", "10.0.0.6", 2},
+		{"pool, v6", "at fd00::6 22\nname fd00::5\nname fd00::6\n", "fd00::6", 2},
+		{"pool, no SSH_CONNECTION", "name 10.0.0.5\nname 10.0.0.6\n", "", 2},
+		{"garbage", "at 10.0.0.6; rm -rf / 22\nat $(x) 22\nname $(x)\nname 10.0.0.6\n", "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if at, names := loginPool([]byte(tc.out)); at != tc.at || names != tc.names {
+				t.Errorf("loginPool = %q, %d; want %q, %d", at, names, tc.at, tc.names)
+			}
+		})
+	}
+}
+
+// loginNodeCommand says where sshd took the connection and the name's
+// addresses, under sh and bash, with getent's output as glibc prints it.
+func TestLoginNodeCommand(t *testing.T) {
+	bin := t.TempDir()
+	getent := "#!/bin/sh\n[ \"$1 $2\" = 'ahosts login.example.org' ] || exit 2\n" +
+		"printf '10.0.0.5        STREAM login.example.org\\n10.0.0.5        DGRAM  \\n10.0.0.6        STREAM \\n'\n"
+	if err := os.WriteFile(filepath.Join(bin, "getent"), []byte(getent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, shell := range []string{"sh", "bash"} {
+		if _, err := exec.LookPath(shell); err != nil {
+			continue
+		}
+		cmd := exec.Command(shell, "-c", loginNodeCommand("login.example.org"))
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "SSH_CONNECTION=192.0.2.9 50000 10.0.0.6 22"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", shell, err)
+		}
+		if at, names := loginPool(out); at != "10.0.0.6" || names != 2 {
+			t.Errorf("%s printed %q: at %q, %d names; want 10.0.0.6, 2", shell, out, at, names)
+		}
+	}
+}
+
+// poolRunner is a tunnelRunner on a login node of a pool: its commands
+// see the connection reach 10.0.0.6:22 (SSH_CONNECTION) and a getent
+// that gives the pool's name, h, two addresses.
+type poolRunner struct {
+	tunnelRunner
+	bin string
+}
+
+func (r poolRunner) Run(ctx context.Context, cmd string) ([]byte, error) {
+	return r.tunnelRunner.Run(ctx, "SSH_CONNECTION='192.0.2.9 50000 10.0.0.6 22' PATH="+Quote(r.bin)+":$PATH; export SSH_CONNECTION PATH; "+cmd)
+}
+
+// A tunnel site whose login host's name is a pool of login nodes says
+// so, and which node holds the forward; placeholders still dial the name.
+func TestTunnelPoolWarns(t *testing.T) {
+	bin := t.TempDir()
+	getent := "#!/bin/sh\n[ \"$1 $2\" = 'ahosts h' ] || exit 2\nprintf '10.0.0.5 STREAM h\\n10.0.0.6 STREAM\\n'\n"
+	if err := os.WriteFile(filepath.Join(bin, "getent"), []byte(getent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, open := tunnelSites(t)
+	r, binds := open(spec, t.TempDir(), 0, 5000)
+	var logged bytes.Buffer
+	r.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	home := t.TempDir()
+	r.Dial = func(context.Context) (Runner, error) {
+		return poolRunner{tunnelRunner{shRunner{home}, binds, 0, 5000}, bin}, nil
+	}
+	if _, err := r.runner(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(r.script); err != nil || !strings.Contains(string(b), "u@h:22") {
+		t.Errorf("the batch script does not send placeholders to the --ssh address (%v):\n%s", err, b)
+	}
+	if l := logged.String(); !strings.Contains(l, "a pool of login nodes") || !strings.Contains(l, "reached=10.0.0.6") || !strings.Contains(l, "addresses=2") {
+		t.Errorf("no warning of the pool:\n%s", l)
 	}
 }

@@ -97,7 +97,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 	v := &siteAddValues{}
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
-		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site", Destination: &v.spec.SSH},
+		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site, or a host NAME[:port] of your ssh config (~/.ssh/config, /etc/ssh/ssh_config), read as ssh NAME would for the flags not given: HostName, User, Port, IdentityFile (--key), ProxyJump (--jump), UserKnownHostsFile (--known-hosts)", Destination: &v.spec.SSH},
 		&cli.StringFlag{Name: "jump", Usage: "`user@jump-host[:port]` the login host is reached through, as ssh -J (its key checked in the same known_hosts; the same keys log in)", Destination: &v.spec.Jump},
 		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host, offered with its certificate FILE-cert.pub if there is one (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
 		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts, TakesFile: true},
@@ -167,6 +167,11 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site add takes exactly one NAME")
 			}
 			spec.Name = names[0]
+			if spec.SSH != "" && spec.Type != site.Local && !strings.Contains(spec.SSH, "@") {
+				if err := fromSSHConfig(env, &spec, v); err != nil {
+					return err
+				}
+			}
 			for flagName, p := range map[string]*string{"key": &v.key, "known-hosts": &v.knownHosts} {
 				if *p == "" {
 					continue
@@ -347,4 +352,33 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d\t%d\t%d\t%d\t%d\t%s\t%s\n", pr(s.Name), pr(s.Type), pr(s.State), s.Min, s.Max, s.Queued, s.Running, s.Exited, s.Connected, pr(wait), where)
 	}
 	tw.Flush()
+}
+
+// fromSSHConfig fills a site's --ssh NAME, given without a user, and the
+// --jump, --key and --known-hosts not given, from the user's ssh config
+// as ssh NAME would read it, and says what it took.
+func fromSSHConfig(env mqcli.Env, spec *protocol.SiteSpec, v *siteAddValues) error {
+	cfg, err := userSSHConfig()
+	if err == nil {
+		var h sshHost
+		if h, err = cfg.resolve(spec.SSH); err == nil {
+			took := []string{"--ssh " + protocol.Quote(h.SSH)}
+			if spec.Jump == "" && h.Jump != "" {
+				spec.Jump = h.Jump
+				took = append(took, "--jump "+protocol.Quote(h.Jump))
+			}
+			if v.key == "" && h.Key != "" {
+				v.key = h.Key
+				took = append(took, "--key "+protocol.Quote(h.Key))
+			}
+			if v.knownHosts == "" && h.KnownHosts != "" {
+				v.knownHosts = h.KnownHosts
+				took = append(took, "--known-hosts "+protocol.Quote(h.KnownHosts))
+			}
+			fmt.Fprintf(env.Stderr, "cls: %s, from your ssh config\n", strings.Join(took, " "))
+			spec.SSH = h.SSH
+			return nil
+		}
+	}
+	return mqcli.Usagef("--ssh %s: %v", protocol.Quote(spec.SSH), err)
 }

@@ -362,10 +362,10 @@ func fromSSHConfig(env mqcli.Env, spec *protocol.SiteSpec, v *siteAddValues) err
 	if err == nil {
 		var h sshHost
 		if h, err = cfg.resolve(spec.SSH); err == nil {
-			took := []string{"--ssh " + protocol.Quote(h.SSH)}
+			took := []string{"--ssh " + protocol.Printable(h.SSH)}
 			if spec.Jump == "" && h.Jump != "" {
 				spec.Jump = h.Jump
-				took = append(took, "--jump "+protocol.Quote(h.Jump))
+				took = append(took, "--jump "+protocol.Printable(h.Jump))
 			}
 			if v.key == "" && h.Key != "" {
 				v.key = h.Key

@@ -50,7 +50,8 @@ type Cmd struct {
 	Env []string
 	// Stdin, if not nil, is read to its end by Start and becomes the job's
 	// standard input: at most MaxStdin bytes, which travel in the job's
-	// command line. For more, use StdinFile. Without either the job reads
+	// environment (in its command line only when the environment has no
+	// room left). For more, use StdinFile. Without either the job reads
 	// /dev/null.
 	Stdin io.Reader
 	// StdinFile names a file on the job's host to be its standard input

@@ -15,10 +15,12 @@ import (
 // printf format whose bytes are octal escapes where they are not plain.
 
 // MaxStdin is the most standard input a job may be given as bytes (Stdin,
-// Cmd.Stdin). The bytes travel in the job's command line, which as a whole
-// must stay under 128 KiB (job.MaxCommandBytes): a printable byte takes one
-// character there, any other four. Larger input goes in a file (StdinFile)
-// on a file system the job's host sees.
+// Cmd.Stdin). The bytes travel in the job's environment as a printf
+// format, or, when the environment has no room left for them, in its
+// command line, which as a whole must stay under 128 KiB
+// (job.MaxCommandBytes): a printable byte takes one character there, any
+// other four. Larger input goes in a file (StdinFile) on a file system the
+// job's host sees.
 const MaxStdin = 24 << 10
 
 // Quote returns s as one word for a POSIX shell: unchanged if it is made

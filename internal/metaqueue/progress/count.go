@@ -107,7 +107,10 @@ func (w *Watch) count(st State) error {
 // array's (mqsub -b --array, mqwait FIRST-LAST), counts it from the
 // array's kept counts, reading no member.
 func (w *Watch) rangeKnown(st State) (counted bool, err error) {
-	if w.req.Last >= st.NextID() {
+	if next := st.NextID(); w.req.First >= next {
+		// No job has an id in it: said as mqdel and mqstat say it.
+		return false, rangeNotFound(w.req.First, w.req.Last)
+	} else if w.req.Last >= next {
 		return false, notFound(w.req.Last)
 	}
 	c, ok := st.ArrayCounts(w.req.First, w.req.Last)
@@ -165,6 +168,14 @@ func (w *Watch) targetKnown(st State) (counted bool, err error) {
 
 func notFound(id int64) error {
 	return protocol.Errorf(protocol.CodeNotFound, "job %d does not exist", id)
+}
+
+// rangeNotFound says that no job has an id in first..last.
+func rangeNotFound(first, last int64) error {
+	if first == last {
+		return notFound(first)
+	}
+	return protocol.Errorf(protocol.CodeNotFound, "jobs %d-%d do not exist", first, last)
 }
 
 // query reads rows: the core's writer in its open transaction (State.Query),

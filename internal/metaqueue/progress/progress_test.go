@@ -182,6 +182,8 @@ func TestCount(t *testing.T) {
 		{name: "a live range", req: protocol.Progress{First: 1, Last: 3},
 			want: map[string]int{"Q": 1, "E": 1, "W": 1}, total: 3, pending: 3},
 		{name: "a range past the last job", req: protocol.Progress{First: 1, Last: 7}, err: "job 7 does not exist"},
+		{name: "a range wholly past the last job", req: protocol.Progress{First: 7, Last: 9}, err: "jobs 7-9 do not exist"},
+		{name: "a one-job range past the last job", req: protocol.Progress{First: 8, Last: 8}, err: "job 8 does not exist"},
 		{name: "a range with ended jobs reads them", req: protocol.Progress{First: 3, Last: 5}, err: "disk gone"},
 		{name: "an array's range: its counts, no member read", req: protocol.Progress{First: 3, Last: 5},
 			arrays: map[[2]int64][128]int{{3, 5}: {job.Waiting: 1, job.Executing: 1, job.Done: 1}}, ahead: []int64{9},

@@ -58,26 +58,7 @@ func TestHostCertificateAuthority(t *testing.T) {
 			cfg := &ssh.ServerConfig{PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }}
 			cfg.AddHostKey(hostCert)
 			cfg.AddHostKey(host)
-			go func() {
-				for {
-					nc, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
-						if err != nil {
-							nc.Close()
-							return
-						}
-						defer sc.Close()
-						go ssh.DiscardRequests(reqs)
-						for nch := range chans {
-							nch.Reject(ssh.Prohibited, "login only")
-						}
-					}()
-				}
-			}()
+			go serveLoginOnly(ln, cfg)
 			kh := filepath.Join(home, "known_hosts")
 			line := "@cert-authority [127.0.0.1]:" + portOf(ln.Addr().String()) + " " + string(ssh.MarshalAuthorizedKey(ca.PublicKey()))
 			if tc.plainLine {

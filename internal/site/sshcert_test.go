@@ -61,27 +61,31 @@ func startCertLogin(t *testing.T) *certLogin {
 		return p, err
 	}}
 	cfg.AddHostKey(hostSigner)
-	go func() {
-		for {
-			nc, err := ln.Accept()
+	go serveLoginOnly(ln, cfg)
+	return l
+}
+
+// serveLoginOnly serves SSH logins on ln with cfg until ln is closed,
+// and nothing else: every channel is refused.
+func serveLoginOnly(ln net.Listener, cfg *ssh.ServerConfig) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 			if err != nil {
+				nc.Close()
 				return
 			}
-			go func() {
-				sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
-				if err != nil {
-					nc.Close()
-					return
-				}
-				defer sc.Close()
-				go ssh.DiscardRequests(reqs)
-				for nch := range chans {
-					nch.Reject(ssh.Prohibited, "login only")
-				}
-			}()
-		}
-	}()
-	return l
+			defer sc.Close()
+			go ssh.DiscardRequests(reqs)
+			for nch := range chans {
+				nch.Reject(ssh.Prohibited, "login only")
+			}
+		}()
+	}
 }
 
 func newSigner(t *testing.T) ssh.Signer {

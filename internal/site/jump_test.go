@@ -194,8 +194,8 @@ func TestDialJumpHostErrors(t *testing.T) {
 	t.Run("unknown key", func(t *testing.T) {
 		j := startJump(t, l, false)
 		err := dial(SSHConfig{JumpUser: "u", JumpAddr: j.addr})
-		if !errors.Is(err, ErrHostUnknown) || !Permanent(err) || !strings.Contains(err.Error(), "jump host") {
-			t.Errorf("a jump host not in known_hosts: %v; want ErrHostUnknown naming the jump host", err)
+		if !errors.Is(err, ErrHostUnknown) || !Permanent(err) || !strings.Contains(err.Error(), "the jump host is not in known_hosts: "+j.addr) || strings.Contains(err.Error(), "login host") {
+			t.Errorf("a jump host not in known_hosts: %v; want ErrHostUnknown said as the jump host's", err)
 		}
 		if got := j.asked(); len(got) != 0 {
 			t.Errorf("forwards asked of an unverified jump host: %q", got)

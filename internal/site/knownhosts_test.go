@@ -45,7 +45,7 @@ func TestKnownHostsTrust(t *testing.T) {
 	if err := os.WriteFile(kh, []byte("[127.0.0.1]:2222 "+string(ssh.MarshalAuthorizedKey(good))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check, _, err := hostKeyCheck(kh, addr)
+	check, _, err := hostKeyCheck(kh, addr, "login host")
 	if err != nil {
 		t.Fatalf("our own known_hosts: %v", err)
 	}
@@ -59,7 +59,7 @@ func TestKnownHostsTrust(t *testing.T) {
 	refused := func(what, path string, want ...string) {
 		t.Helper()
 		done := make(chan error, 1)
-		go func() { _, _, err := hostKeyCheck(path, addr); done <- err }()
+		go func() { _, _, err := hostKeyCheck(path, addr, "login host"); done <- err }()
 		var err error
 		select {
 		case err = <-done:

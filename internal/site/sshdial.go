@@ -81,7 +81,7 @@ type hop struct {
 // the known_hosts file khPath, all within timeout. It returns the client
 // and the host key h showed.
 func (h hop) handshake(ctx context.Context, khPath string, auth []ssh.AuthMethod, timeout time.Duration) (*ssh.Client, ssh.PublicKey, error) {
-	hostKeys, algs, err := hostKeyCheck(khPath, h.addr)
+	hostKeys, algs, err := hostKeyCheck(khPath, h.addr, h.role)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,9 +109,6 @@ func (h hop) handshake(ctx context.Context, khPath string, auth []ssh.AuthMethod
 		nc.Close()
 		switch {
 		case errors.Is(err, ErrHostKeyChanged), errors.Is(err, ErrHostUnknown):
-			if h.role != "login host" {
-				return nil, nil, fmt.Errorf("%s: %w", h.role, err)
-			}
 			return nil, nil, err
 		case ctx.Err() == nil && (dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)):
 			// The timeout closed the connection under the handshake:
@@ -135,7 +132,7 @@ func (h hop) handshake(ctx context.Context, khPath string, auth []ssh.AuthMethod
 // like a changed key. Where a certificate authority vouches for addr
 // (an "@cert-authority" line), every host certificate algorithm is
 // offered first, as the CA may sign keys of any type.
-func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
+func hostKeyCheck(path, addr, role string) (ssh.HostKeyCallback, []string, error) {
 	cb, cas, err := readKnownHosts(path)
 	if err != nil {
 		return nil, nil, err
@@ -145,15 +142,15 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
 			if len(ke.Want) == 0 {
-				return fmt.Errorf("%w: %s is not in %s (add its key, e.g. ssh-keyscan -p PORT HOST >> %s, after checking it)", ErrHostUnknown, hostname, path, path)
+				return hostKeyError(role, ErrHostUnknown, fmt.Sprintf("%s is not in %s (add its key, e.g. ssh-keyscan -p PORT HOST >> %s, after checking it)", hostname, path, path))
 			}
 			w := ke.Want[0]
-			return fmt.Errorf("%w: %s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
-				ErrHostKeyChanged, hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key))
+			return hostKeyError(role, ErrHostKeyChanged, fmt.Sprintf("%s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
+				hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key)))
 		}
 		if c, ok := key.(*ssh.Certificate); ok && err != nil {
-			return fmt.Errorf("%w: %s showed a host certificate signed by %s %s, which no @cert-authority line of %s vouches for (%v)",
-				ErrHostUnknown, hostname, c.SignatureKey.Type(), ssh.FingerprintSHA256(c.SignatureKey), path, err)
+			return hostKeyError(role, ErrHostUnknown, fmt.Sprintf("%s showed a host certificate signed by %s %s, which no @cert-authority line of %s vouches for (%v)",
+				hostname, c.SignatureKey.Type(), ssh.FingerprintSHA256(c.SignatureKey), path, err))
 		}
 		return err
 	}
@@ -185,6 +182,24 @@ func hostKeyCheck(path, addr string) (ssh.HostKeyCallback, []string, error) {
 	}
 	return check, algs, nil
 }
+
+// hostKeyError is a refusal of the host key of role's host: sentinel
+// (ErrHostUnknown, ErrHostKeyChanged) to errors.Is, said as that host's.
+func hostKeyError(role string, sentinel error, detail string) error {
+	if role == "login host" {
+		return fmt.Errorf("%w: %s", sentinel, detail)
+	}
+	return &roleError{msg: strings.Replace(sentinel.Error(), "login host", role, 1) + ": " + detail, err: sentinel}
+}
+
+// roleError says err of another host than the login host.
+type roleError struct {
+	msg string
+	err error
+}
+
+func (e *roleError) Error() string { return e.msg }
+func (e *roleError) Unwrap() error { return e.err }
 
 // hostCertAlgorithms are the host certificate algorithms offered where
 // a certificate authority vouches for the login host.

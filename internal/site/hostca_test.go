@@ -17,19 +17,23 @@ import (
 // A login host whose key is vouched for by a host certificate authority
 // (a known_hosts "@cert-authority" line, as centres that sign their hosts'
 // keys publish) is accepted when its certificate is that CA's, and
-// refused as unknown when it is another's. The host shows its plain key
-// too, as sshd does beside a certificate: a plain line of another type
-// for it in known_hosts does not make that key look changed.
+// refused as unknown when it is another's, unless known_hosts has the
+// plain key the certificate certifies (ssh checks that too). The host
+// shows its plain key too, as sshd does beside a certificate: a plain
+// line of another type for it in known_hosts does not make that key look
+// changed.
 func TestHostCertificateAuthority(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		sameCA    bool
-		plainLine bool // a line for the host's plain key, of another type
-		wantErr   error
+		name       string
+		sameCA     bool
+		plainLine  bool // a line for another plain key of the host's, of another type
+		plainKnown bool // a line for the plain key the certificate certifies
+		wantErr    error
 	}{
-		{"signed by the known CA", true, false, nil},
-		{"signed by the known CA, a plain line too", true, true, nil},
-		{"signed by another CA", false, false, ErrHostUnknown},
+		{"signed by the known CA", true, false, false, nil},
+		{"signed by the known CA, a plain line too", true, true, false, nil},
+		{"signed by another CA", false, false, false, ErrHostUnknown},
+		{"signed by another CA, its key known", false, false, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := noAgent(t)
@@ -61,6 +65,9 @@ func TestHostCertificateAuthority(t *testing.T) {
 			go serveLoginOnly(ln, cfg)
 			kh := filepath.Join(home, "known_hosts")
 			line := "@cert-authority [127.0.0.1]:" + portOf(ln.Addr().String()) + " " + string(ssh.MarshalAuthorizedKey(ca.PublicKey()))
+			if tc.plainKnown {
+				line += "[127.0.0.1]:" + portOf(ln.Addr().String()) + " " + string(ssh.MarshalAuthorizedKey(host.PublicKey()))
+			}
 			if tc.plainLine {
 				other := writeKey(t, filepath.Join(home, "rsa"), "rsa")
 				line += "[127.0.0.1]:" + portOf(ln.Addr().String()) + " " + string(ssh.MarshalAuthorizedKey(pubOf(t, other)))

@@ -149,6 +149,11 @@ func hostKeyCheck(path, addr, role string) (ssh.HostKeyCallback, []string, error
 				hostname, key.Type(), ssh.FingerprintSHA256(key), path, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key)))
 		}
 		if c, ok := key.(*ssh.Certificate); ok && err != nil {
+			// As ssh does: a certificate no authority vouches for is
+			// checked again as the plain key it certifies.
+			if cb(hostname, remote, c.Key) == nil {
+				return nil
+			}
 			return hostKeyError(role, ErrHostUnknown, fmt.Sprintf("%s showed a host certificate signed by %s %s, which no @cert-authority line of %s vouches for (%v)",
 				hostname, c.SignatureKey.Type(), ssh.FingerprintSHA256(c.SignatureKey), path, err))
 		}

@@ -163,8 +163,11 @@ func TestDialThroughJumpHost(t *testing.T) {
 	if got := j.asked(); len(got) != 1 || got[0] != l.addr {
 		t.Errorf("the jump host was asked to forward to %q; want [%s]", got, l.addr)
 	}
-	if _, err := s.Put(context.Background(), "f", []byte("data"), 0o600); err != nil {
+	f := filepath.Join(t.TempDir(), "f") // the in-process login host writes this process's files
+	if _, err := s.Put(context.Background(), f, []byte("data"), 0o600); err != nil {
 		t.Errorf("Put through the jump host: %v", err)
+	} else if b, err := os.ReadFile(f); err != nil || string(b) != "data" {
+		t.Errorf("Put through the jump host wrote %q, %v", b, err)
 	}
 	// The jump host gone, the login connection it carried ends with it.
 	j.mu.Lock()

@@ -103,20 +103,22 @@ func loginNodeCommand(host string) string {
 
 // loginPool reads loginNodeCommand's out: the address the connection
 // reached the login host at (its sshd's; "" if unknown), and how many
-// addresses the login host's name has there (more than one: a pool of
-// login nodes behind round-robin DNS).
+// addresses of one family the login host's name has there: more than
+// one is a pool of login nodes behind round-robin DNS (one IPv4 and one
+// IPv6 address are one dual-stack node).
 func loginPool(out []byte) (at string, names int) {
-	seen := map[string]bool{}
+	seen := map[bool]map[string]bool{true: {}, false: {}} // by IPv4
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 3 && f[0] == "at" && net.ParseIP(f[1]) != nil:
 			at = net.ParseIP(f[1]).String()
 		case len(f) == 2 && f[0] == "name" && net.ParseIP(f[1]) != nil:
-			seen[net.ParseIP(f[1]).String()] = true // ::ffff:a.b.c.d as a.b.c.d
+			ip := net.ParseIP(f[1])
+			seen[ip.To4() != nil][ip.String()] = true // ::ffff:a.b.c.d as a.b.c.d
 		}
 	}
-	return at, len(seen)
+	return at, max(len(seen[true]), len(seen[false]))
 }
 
 // TunnelKeyLine is the authorized_keys line on the login host for a tunnel

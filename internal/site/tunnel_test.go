@@ -389,6 +389,8 @@ func TestLoginPool(t *testing.T) {
 		{"pool", "at 10.0.0.6 22\nname 10.0.0.5\nname 10.0.0.6\nname 10.0.0.6\nname 10.0.0.7\n", "10.0.0.6", 3},
 		{"pool, v4-mapped", "at ::ffff:10.0.0.6 22\nname 10.0.0.5\nname ::ffff:10.0.0.6\n", "10.0.0.6", 2},
 		{"pool, v6", "at fd00::6 22\nname fd00::5\nname fd00::6\n", "fd00::6", 2},
+		{"one dual-stack node", "at 10.0.0.5 22\nname 10.0.0.5\nname fd00::5\n", "10.0.0.5", 1},
+		{"pool of dual-stack nodes", "at fd00::6 22\nname 10.0.0.5\nname 10.0.0.6\nname fd00::5\nname fd00::6\n", "fd00::6", 2},
 		{"pool, no SSH_CONNECTION", "name 10.0.0.5\nname 10.0.0.6\n", "", 2},
 		{"garbage", "at 10.0.0.6; rm -rf / 22\nat $(x) 22\nname $(x)\nname 10.0.0.6\n", "", 1},
 	} {

@@ -104,7 +104,7 @@ func Validate(s *protocol.SiteSpec) error {
 			return err
 		}
 		if s.Jump != "" {
-			if _, _, err := parseUserHost("jump", s.Jump); err != nil {
+			if _, _, err := ParseJump(s.Jump); err != nil {
 				return err
 			}
 		}
@@ -392,17 +392,16 @@ func validPE(pe string) error {
 
 // ParseSSH splits user@host[:port] into the user and a dialable address.
 func ParseSSH(s string) (user, addr string, err error) {
-	return parseUserHost("ssh", s)
+	return parseUserHost("ssh", "user@login-host[:port]", s)
 }
 
 // ParseJump is ParseSSH for a site's --jump, user@jump-host[:port].
 func ParseJump(s string) (user, addr string, err error) {
-	return parseUserHost("jump", s)
+	return parseUserHost("jump", "user@jump-host[:port]", s)
 }
 
-// parseUserHost parses flag's value s, user@host[:port], as ParseSSH.
-func parseUserHost(flag, s string) (user, addr string, err error) {
-	want := map[string]string{"ssh": "user@login-host[:port]", "jump": "user@jump-host[:port]"}[flag]
+// parseUserHost parses flag's value s, user@host[:port] (want, for errors).
+func parseUserHost(flag, want, s string) (user, addr string, err error) {
 	user, host, ok := strings.Cut(s, "@")
 	if !ok || user == "" || host == "" {
 		return "", "", fmt.Errorf("--%s %q: want %s", flag, s, want)

@@ -359,26 +359,27 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 // as ssh NAME would read it, and says what it took.
 func fromSSHConfig(env mqcli.Env, spec *protocol.SiteSpec, v *siteAddValues) error {
 	cfg, err := userSSHConfig()
+	var h sshHost
 	if err == nil {
-		var h sshHost
-		if h, err = cfg.resolve(spec.SSH); err == nil {
-			took := []string{"--ssh " + protocol.Printable(h.SSH)}
-			if spec.Jump == "" && h.Jump != "" {
-				spec.Jump = h.Jump
-				took = append(took, "--jump "+protocol.Printable(h.Jump))
-			}
-			if v.key == "" && h.Key != "" {
-				v.key = h.Key
-				took = append(took, "--key "+protocol.Quote(h.Key))
-			}
-			if v.knownHosts == "" && h.KnownHosts != "" {
-				v.knownHosts = h.KnownHosts
-				took = append(took, "--known-hosts "+protocol.Quote(h.KnownHosts))
-			}
-			fmt.Fprintf(env.Stderr, "cls: %s, from your ssh config\n", strings.Join(took, " "))
-			spec.SSH = h.SSH
-			return nil
-		}
+		h, err = cfg.resolve(spec.SSH)
 	}
-	return mqcli.Usagef("--ssh %s: %v", protocol.Quote(spec.SSH), err)
+	if err != nil {
+		return mqcli.Usagef("--ssh %s: %v", protocol.Quote(spec.SSH), err)
+	}
+	took := []string{"--ssh " + protocol.Printable(h.SSH)}
+	if spec.Jump == "" && h.Jump != "" {
+		spec.Jump = h.Jump
+		took = append(took, "--jump "+protocol.Printable(h.Jump))
+	}
+	if v.key == "" && h.Key != "" {
+		v.key = h.Key
+		took = append(took, "--key "+protocol.Quote(h.Key))
+	}
+	if v.knownHosts == "" && h.KnownHosts != "" {
+		v.knownHosts = h.KnownHosts
+		took = append(took, "--known-hosts "+protocol.Quote(h.KnownHosts))
+	}
+	fmt.Fprintf(env.Stderr, "cls: %s, from your ssh config\n", strings.Join(took, " "))
+	spec.SSH = h.SSH
+	return nil
 }

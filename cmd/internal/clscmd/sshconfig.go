@@ -201,7 +201,8 @@ func (c *sshConfig) host(alias, port string) (configHost, error) {
 }
 
 // expand is a path of ssh_config with its tokens and ~ replaced, as ssh
-// expands IdentityFile and UserKnownHostsFile.
+// expands IdentityFile and UserKnownHostsFile; a relative one is taken
+// in the home.
 func (c *sshConfig) expand(p string, h configHost) (string, error) {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		p = c.home + p[1:]
@@ -235,7 +236,8 @@ func (c *sshConfig) expand(p string, h configHost) (string, error) {
 		}
 	}
 	if !filepath.IsAbs(b.String()) {
-		return filepath.Join(c.home, b.String()), nil // as ssh: relative to the home
+		// Relative to the home: the CLS reads it from another directory.
+		return filepath.Join(c.home, b.String()), nil
 	}
 	return b.String(), nil
 }

@@ -16,7 +16,13 @@ type SiteSpec struct {
 	SSH  string `json:"ssh,omitempty"` // user@login-host[:port]
 	// Jump is a jump host the login host is reached through
 	// (user@jump-host[:port], as ssh -J); "" = none.
-	Jump       string  `json:"jump,omitempty"`
+	Jump string `json:"jump,omitempty"`
+	// OpenSSH: the CLS reaches the login host by running the system's
+	// ssh, the user's ssh config applied, riding on a master connection
+	// (cls site login) where the login host asks for a second factor.
+	// SSH is then ssh's destination, [user@]host[:port], and Jump may
+	// omit its user.
+	OpenSSH    bool    `json:"openssh,omitempty"`
 	Key        string  `json:"key,omitempty"`         // private key file on the CLS host; "" = ssh-agent, then ~/.ssh keys
 	KnownHosts string  `json:"known_hosts,omitempty"` // "" = ~/.ssh/known_hosts
 	Queue      string  `json:"queue,omitempty"`       // batch queue or partition

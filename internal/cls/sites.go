@@ -303,22 +303,29 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		return nil, fmt.Errorf("site %s: placeholder key: %w", spec.Name, err)
 	}
 	spec.DataRoot = s.dataRoot(spec)
-	user, addr, err := site.ParseSSH(spec.SSH)
-	if err != nil {
-		return nil, err
+	var user, addr, jumpUser, jumpAddr string
+	if !spec.OpenSSH {
+		if user, addr, err = site.ParseSSH(spec.SSH); err != nil {
+			return nil, err
+		}
 	}
-	var jumpUser, jumpAddr string
-	if spec.Jump != "" {
+	if spec.Jump != "" && !spec.OpenSSH {
 		if jumpUser, jumpAddr, err = site.ParseJump(spec.Jump); err != nil {
 			return nil, err
 		}
 	}
+	dial := func(ctx context.Context) (site.Runner, error) {
+		return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, JumpUser: jumpUser, JumpAddr: jumpAddr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
+	}
+	if spec.OpenSSH {
+		cfg := site.OpenSSHFor(spec, site.ControlDir(s.home))
+		cfg.Program = os.Getenv("MQ_SSH") // as cls site login runs it
+		dial = func(ctx context.Context) (site.Runner, error) { return site.DialOpenSSH(ctx, cfg) }
+	}
 	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
 		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,
 		Agent: s.agentBinary,
-		Dial: func(ctx context.Context) (site.Runner, error) {
-			return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, JumpUser: jumpUser, JumpAddr: jumpAddr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
-		},
+		Dial:  dial,
 	}
 	// What its placeholders spooled is theirs alone to report: a
 	// placeholder of another site named there is refused.

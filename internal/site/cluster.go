@@ -415,7 +415,7 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	s.mu.Unlock()
 	var hint string
 	if spec.Connect == Tunnel {
-		_, login, _ := ParseSSH(spec.SSH)
+		_, login := loginOf(r, spec)
 		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
 	} else {
 		from := "cls serve --ssh"
@@ -440,6 +440,19 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 		return fmt.Sprintf("its log %s is empty; %s", file, hint)
 	}
 	return fmt.Sprintf("its log %s ends: %s; %s", file, truncate(last, 300), hint)
+}
+
+// loginOf is whom r logged in as, and where (host:port): as ssh resolved
+// the destination for a site reached with --openssh, else as --ssh says.
+func loginOf(r Runner, spec protocol.SiteSpec) (user, addr string) {
+	if l, ok := r.(loginUser); ok {
+		return l.Login()
+	}
+	user, addr, err := ParseSSH(spec.SSH)
+	if err != nil {
+		return "", spec.SSH
+	}
+	return user, addr
 }
 
 // logTailCommand prints the path of a placeholder's batch log in dir

@@ -100,13 +100,8 @@ func Validate(s *protocol.SiteSpec) error {
 		if s.SSH == "" {
 			return fmt.Errorf("--ssh user@login-host[:port] is required for a %s site", s.Type)
 		}
-		if _, _, err := ParseSSH(s.SSH); err != nil {
+		if err := validLogin(s); err != nil {
 			return err
-		}
-		if s.Jump != "" {
-			if _, _, err := ParseJump(s.Jump); err != nil {
-				return err
-			}
 		}
 		switch s.Connect {
 		case "":
@@ -393,6 +388,75 @@ func validPE(pe string) error {
 // ParseSSH splits user@host[:port] into the user and a dialable address.
 func ParseSSH(s string) (user, addr string, err error) {
 	return parseUserHost("ssh", "user@login-host[:port]", s)
+}
+
+// validLogin checks how s reaches its login host: --ssh and --jump as
+// user@host[:port], or, with --openssh, as ssh's destinations, whose
+// user ssh's config may give.
+func validLogin(s *protocol.SiteSpec) error {
+	if !s.OpenSSH {
+		if _, _, err := ParseSSH(s.SSH); err != nil {
+			return err
+		}
+		if s.Jump != "" {
+			if _, _, err := ParseJump(s.Jump); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, _, _, err := ParseDest("ssh", s.SSH); err != nil {
+		return err
+	}
+	if s.Jump != "" {
+		if _, _, _, err := ParseDest("jump", s.Jump); err != nil {
+			return err
+		}
+	}
+	for flag, p := range map[string]string{"key": s.Key, "known-hosts": s.KnownHosts} {
+		if strings.ContainsAny(p, "\"'") {
+			return fmt.Errorf("--%s %q: with --openssh, a path without quotes", flag, p)
+		}
+	}
+	return nil
+}
+
+// ParseDest parses flag's value s, an ssh destination [user@]host[:port]
+// (host a Host of the user's ssh config, or a name or address; port 0:
+// ssh's).
+func ParseDest(flag, s string) (user, host string, port int, err error) {
+	want := fmt.Errorf("--%s %q: want [user@]host[:port] (a host of your ssh config, or a name or address)", flag, s)
+	if u, h, ok := strings.Cut(s, "@"); ok {
+		user, s = u, h
+		if user == "" {
+			return "", "", 0, want
+		}
+	}
+	if strings.HasPrefix(s, "[") { // [v6]:port
+		if i := strings.LastIndex(s, "]:"); i > 0 {
+			if port, err = parsePort(s[i+2:]); err != nil || port == 0 {
+				return "", "", 0, want
+			}
+			s = s[1:i]
+		}
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	} else if h, p, ok := strings.Cut(s, ":"); ok && !strings.Contains(p, ":") {
+		if port, err = parsePort(p); err != nil || port == 0 {
+			return "", "", 0, want
+		}
+		s = h
+	}
+	// An allow-list: the name also reaches ssh's ProxyCommand (%h),
+	// which a shell runs.
+	word := func(w, extra string) bool {
+		return w != "" && !strings.HasPrefix(w, "-") && !strings.ContainsFunc(w, func(r rune) bool {
+			return !(r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)) || strings.ContainsRune("._-"+extra, r))
+		})
+	}
+	if !word(s, ":") || user != "" && !word(user, "+") {
+		return "", "", 0, want
+	}
+	return user, s, port, nil
 }
 
 // ParseJump is ParseSSH for a site's --jump, user@jump-host[:port].

@@ -67,7 +67,7 @@ var ErrHostUnknown = errors.New("the login host is not in known_hosts")
 // host key is wrong or unknown, or no key was accepted. (The Manager still
 // retries, slowly, since the user may fix known_hosts.)
 func Permanent(err error) bool {
-	return errors.Is(err, ErrHostKeyChanged) || errors.Is(err, ErrHostUnknown) || errors.Is(err, errAuth) || errors.Is(err, errJumpAuth)
+	return errors.Is(err, ErrHostKeyChanged) || errors.Is(err, ErrHostUnknown) || errors.Is(err, errAuth) || errors.Is(err, errJumpAuth) || errors.Is(err, errOpenSSHAuth)
 }
 
 var (
@@ -484,9 +484,20 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 		}
 		return c, nil
 	}
+	wrote, err := put(ctx, s.Run, client, p, data, mode)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return wrote, err
+}
+
+// put makes the file at p hold data with mode over the SFTP session
+// client gives, unless it holds it already: checksums by sha256sum
+// through run where the login host has it, else read back over SFTP.
+func put(ctx context.Context, run func(context.Context, string) ([]byte, error), client func() (*sftp.Client, error), p string, data []byte, mode os.FileMode) (bool, error) {
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
-	if got, err := s.remoteSum(ctx, p, client); err == nil && got == want {
+	if got, err := remoteSum(ctx, run, p, client); err == nil && got == want {
 		return false, nil
 	}
 	c, err := client()
@@ -494,17 +505,13 @@ func (s *SSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) 
 		return false, err
 	}
 	verify := func(tmp string) error {
-		got, err := s.remoteSum(ctx, tmp, client)
+		got, err := remoteSum(ctx, run, tmp, client)
 		if err == nil && got != want {
 			err = fmt.Errorf("checksum %s, want %s", got, want)
 		}
 		return err
 	}
-	err = upload(c, p, data, mode, verify)
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", err, ctx.Err())
-	}
-	return true, err
+	return true, upload(c, p, data, mode, verify)
 }
 
 // stuck says, once ctx has ended, whether the call it bounds is to be
@@ -622,8 +629,8 @@ func privateDir(c *sftp.Client, dir string) error {
 
 // remoteSum is the SHA-256 of a remote file: by sha256sum where the login
 // host has it, else by reading the file back over SFTP.
-func (s *SSH) remoteSum(ctx context.Context, p string, client func() (*sftp.Client, error)) (string, error) {
-	out, err := s.Run(ctx, "sha256sum "+Quote(p)+" 2>/dev/null")
+func remoteSum(ctx context.Context, run func(context.Context, string) ([]byte, error), p string, client func() (*sftp.Client, error)) (string, error) {
+	out, err := run(ctx, "sha256sum "+Quote(p)+" 2>/dev/null")
 	if err == nil {
 		if f := strings.Fields(string(out)); len(f) > 0 && len(f[0]) == 64 {
 			return f[0], nil

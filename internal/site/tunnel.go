@@ -74,7 +74,7 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 	if _, err := r.Run(ctx, authorizeCommand(line, s.JobName)); err != nil {
 		return nil, fmt.Errorf("tunnel: cannot authorize the placeholder key on the login host: %w", err)
 	}
-	user, login, _ := ParseSSH(s.Spec.SSH)
+	user, login := loginOf(r, s.Spec)
 	if host, _, err := net.SplitHostPort(login); err == nil {
 		out, err := r.Run(ctx, loginNodeCommand(host))
 		var ce *ConnError
@@ -87,6 +87,9 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 			s.log().Warn("tunnel: the login host's name has several addresses there (a pool of login nodes): the forward is only on the node this connection reached, and placeholders that land on another fail and try again until they reach it; give --ssh one login node's name",
 				"site", s.Spec.Name, "name", host, "addresses", names, "reached", at)
 		}
+	}
+	if t.HostKey() == nil {
+		return nil, errors.New("tunnel: the login host's key is not known")
 	}
 	hk := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(t.HostKey())))
 	return []string{"--via", user + "@" + login, "--via-host-key", hk}, nil

@@ -33,6 +33,7 @@ func clsSite(env mqcli.Env) *cli.Command {
 		Subcommands: []*cli.Command{
 			siteAdd(env),
 			siteSet(env),
+			siteLogin(env),
 			{
 				Name:  "list",
 				Usage: "list sites with their placeholders (queued, running, exited) and batch queue wait",
@@ -99,6 +100,7 @@ func siteAddFlags() ([]cli.Flag, *siteAddValues) {
 		&cli.StringFlag{Name: "type", Usage: "local, sge, slurm or pbs (required)", Destination: &v.spec.Type},
 		&cli.StringFlag{Name: "ssh", Usage: "`user@login-host[:port]` of a remote site, or a host NAME[:port] of your ssh config (~/.ssh/config, /etc/ssh/ssh_config), read as ssh NAME would for the flags not given: HostName, User, Port, IdentityFile (--key), ProxyJump (--jump), UserKnownHostsFile (--known-hosts)", Destination: &v.spec.SSH},
 		&cli.StringFlag{Name: "jump", Usage: "`user@jump-host[:port]` the login host is reached through, as ssh -J (its key checked in the same known_hosts; the same keys log in)", Destination: &v.spec.Jump},
+		&cli.BoolFlag{Name: "openssh", Usage: "reach the login host by running your ssh command, your ssh config applied whole (ProxyCommand, several jumps, Kerberos, Match): --ssh is then ssh's destination, [user@]host[:port]; where the login host asks for a password or a second factor, log in once with cls site login NAME and the CLS's connections ride on that one", Destination: &v.spec.OpenSSH},
 		&cli.StringFlag{Name: "key", Usage: "private key `FILE` for the login host, offered with its certificate FILE-cert.pub if there is one (default: ssh-agent, then ~/.ssh/id_*)", Destination: &v.key, TakesFile: true},
 		&cli.StringFlag{Name: "known-hosts", Usage: "known_hosts `FILE` to check the login host's key (default ~/.ssh/known_hosts)", Destination: &v.knownHosts, TakesFile: true},
 		&cli.StringFlag{Name: "queue", Aliases: []string{"partition"}, Usage: "batch queue (SGE, PBS) or partition (Slurm)", Destination: &v.spec.Queue},
@@ -167,7 +169,7 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				return mqcli.Usagef("site add takes exactly one NAME")
 			}
 			spec.Name = names[0]
-			if spec.SSH != "" && spec.Type != site.Local && !strings.Contains(spec.SSH, "@") {
+			if spec.SSH != "" && spec.Type != site.Local && !spec.OpenSSH && !strings.Contains(spec.SSH, "@") {
 				if err := fromSSHConfig(env, &spec, v); err != nil {
 					return err
 				}
@@ -273,6 +275,9 @@ func printSites(w io.Writer, sites []protocol.SiteInfo) {
 		}
 		if s.Jump != "" {
 			where += " via " + s.Jump
+		}
+		if s.OpenSSH {
+			where += " (openssh)"
 		}
 		if s.Connect == site.Tunnel {
 			where += " (tunnel)"

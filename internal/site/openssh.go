@@ -1,0 +1,687 @@
+package site
+
+import (
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// OpenSSHConfig is how the system's ssh command reaches a login host, for
+// a site added with --openssh: the user's ssh config applies whole
+// (ProxyCommand, several jumps, Kerberos, Match), and a login host that
+// asks for a second factor at each login is reached through a master
+// connection the user opened once (cls site login, LoginArgs).
+type OpenSSHConfig struct {
+	// Dest is ssh's destination: a Host of the user's ssh config, or
+	// [user@]host. Port, Jump, KeyFile and KnownHosts, if set, are given
+	// to ssh as -p, -J, -i and UserKnownHostsFile.
+	Dest                      string
+	Port                      int
+	Jump, KeyFile, KnownHosts string
+	// ControlDir holds the master connections' sockets (one per
+	// destination, ssh's %C). It is made private to the user.
+	ControlDir string
+	// Program is the ssh command; "" is ssh on $PATH.
+	Program string
+	// Timeout bounds the connection to the login host (ConnectTimeout)
+	// and the first answer on it; default 20 s.
+	Timeout time.Duration
+	// LoginHint is what to run to log in by hand (a master connection),
+	// said when the login host refused every way ssh had without asking.
+	LoginHint string
+}
+
+// OpenSSHFor is how the system's ssh reaches spec's login host (spec
+// valid, with OpenSSH set); the master sockets live in controlDir.
+func OpenSSHFor(spec protocol.SiteSpec, controlDir string) OpenSSHConfig {
+	user, host, port, _ := ParseDest("ssh", spec.SSH)
+	if user != "" {
+		host = user + "@" + host
+	}
+	return OpenSSHConfig{Dest: host, Port: port, Jump: spec.Jump, KeyFile: spec.Key, KnownHosts: spec.KnownHosts,
+		ControlDir: controlDir, LoginHint: "cls site login " + spec.Name}
+}
+
+// ControlDir is where the master sockets of the CLS of home live:
+// home/ssh, unless a socket's path there would be too long for a Unix
+// socket (ssh's %C is 40 characters, and it adds 17 while it binds);
+// then a directory of the user's in the system's temporary directory.
+func ControlDir(home string) string {
+	if d := filepath.Join(home, "ssh"); len(d)+1+40+17 < maxSocketPath {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "mq-ssh-"+strconv.Itoa(os.Getuid()))
+}
+
+// maxSocketPath is the shortest sun_path of the systems mq runs on
+// (104 bytes on the BSDs and macOS, 108 on Linux).
+const maxSocketPath = 104
+
+// errOpenSSHAuth: the login host refused ssh's ways to log in that ask
+// nothing (keys, agent, Kerberos): it wants a password or a second
+// factor, which only a master connection opened by hand gives.
+var errOpenSSHAuth = errors.New("the login host refused ssh's login without asking (it may want a password or a second factor)")
+
+// args are ssh's options for a connection that never asks (BatchMode),
+// checks the host key strictly, and rides on the destination's master
+// connection if one runs (ControlMaster=no: it never becomes one), then
+// extra, then "--" and the destination.
+func (c OpenSSHConfig) args(master bool, extra ...string) []string {
+	cm := "no"
+	if master {
+		cm = "yes"
+	}
+	a := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR",
+		"-o", "ControlMaster=" + cm, "-o", "ControlPath=" + c.controlPath(),
+		"-o", "ConnectTimeout=" + strconv.Itoa(int(c.timeout().Seconds())),
+		"-o", keepalive, "-o", keepaliveCount}
+	return append(append(a, c.common()...), extra...)
+}
+
+// A master connection probes the login host every 5 s, and gives up
+// after 30 s without an answer. The probe is also when a master finds a
+// command's ssh gone (its context ended) and ends its session, which
+// kills the command (withSession): it waits on nothing else then.
+const (
+	keepalive      = "ServerAliveInterval=5"
+	keepaliveCount = "ServerAliveCountMax=6"
+)
+
+// common are the options of a connection as the site's flags say.
+func (c OpenSSHConfig) common() []string {
+	var a []string
+	if c.Port > 0 {
+		a = append(a, "-p", strconv.Itoa(c.Port))
+	}
+	if c.Jump != "" {
+		a = append(a, "-J", c.Jump)
+	}
+	if c.KeyFile != "" {
+		a = append(a, "-i", c.KeyFile)
+	}
+	if c.KnownHosts != "" {
+		a = append(a, "-o", "UserKnownHostsFile="+sshQuote(c.KnownHosts))
+	}
+	return a
+}
+
+// LoginArgs are ssh's arguments that open the master connection the
+// CLS's connections to this login host ride on, asking the user what the
+// login host asks (a password, a one-time code), then going to the
+// background (-f) and staying there (ControlPersist) until the login
+// host's connection ends or ssh -O exit.
+func (c OpenSSHConfig) LoginArgs() []string {
+	a := []string{"-o", "ControlMaster=yes", "-o", "ControlPath=" + c.controlPath(), "-o", "ControlPersist=yes",
+		"-o", keepalive, "-o", keepaliveCount, "-N", "-f"}
+	return append(append(a, c.common()...), "--", c.Dest)
+}
+
+func (c OpenSSHConfig) controlPath() string {
+	return sshQuote(strings.ReplaceAll(c.ControlDir, "%", "%%") + "/%C")
+}
+
+func (c OpenSSHConfig) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return 20 * time.Second
+	}
+	return c.Timeout
+}
+
+func (c OpenSSHConfig) program() string {
+	if c.Program == "" {
+		return "ssh"
+	}
+	return c.Program
+}
+
+// sshQuote is p as ssh reads an option's value: in double quotes when it
+// has a space (paths with quotes are refused by Validate).
+func sshQuote(p string) string {
+	if strings.ContainsAny(p, " \t") {
+		return `"` + p + `"`
+	}
+	return p
+}
+
+// OpenSSH is a connection to a login host through the system's ssh: a
+// master connection (the user's, from cls site login, or one it starts
+// itself where ssh logs in without asking), one ssh process per command
+// on it, and one SFTP session (ssh -s sftp) for files, whose end is the
+// connection's. It is safe for concurrent use.
+type OpenSSH struct {
+	cfg         OpenSSHConfig
+	path        string // the master's socket, as ssh -G expands it
+	user, login string // as ssh resolves the destination: login is host:port
+	// knownHosts are the files ssh checks the login host's key in, by
+	// keyAddr (its HostKeyAlias, if it has one).
+	knownHosts []string
+	keyAddr    string
+
+	master *exec.Cmd // the master it started; nil when it rides on one it found
+	proc   *exec.Cmd // the SFTP session's ssh
+	sftp   *sftp.Client
+
+	dead     chan struct{}
+	deadOnce sync.Once
+
+	mu        sync.Mutex
+	closed    bool
+	hostKey   ssh.PublicKey
+	forwards  []string // -R specs to cancel at Close
+	listeners []net.Listener
+}
+
+var (
+	_ Runner    = (*OpenSSH)(nil)
+	_ Tunneler  = (*OpenSSH)(nil)
+	_ loginUser = (*OpenSSH)(nil)
+)
+
+// DialOpenSSH connects to the login host with the system's ssh: it rides
+// on the destination's master connection if one answers, else starts one
+// (which works where ssh logs in without asking: keys, the agent,
+// Kerberos), then opens the SFTP session.
+func DialOpenSSH(ctx context.Context, cfg OpenSSHConfig) (*OpenSSH, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*cfg.timeout())
+	defer cancel()
+	if err := PrivateControlDir(cfg.ControlDir); err != nil {
+		return nil, err
+	}
+	s := &OpenSSH{cfg: cfg, dead: make(chan struct{})}
+	if err := s.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if !s.masterUp(ctx) {
+		if err := s.startMaster(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.openSFTP(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// PrivateControlDir makes dir, where master sockets live, the user's
+// alone: whoever can connect to a master runs commands as the user on
+// the login host.
+func PrivateControlDir(dir string) error {
+	if dir == "" || strings.ContainsAny(dir, "\"'\n") {
+		return fmt.Errorf("openssh: bad socket directory %q", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("openssh: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("openssh: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("openssh: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || (ok && int(st.Uid) != os.Getuid()) {
+		return fmt.Errorf("openssh: %s is not a directory of this user's", dir)
+	}
+	return nil
+}
+
+// resolve asks ssh what the destination is (ssh -G): the master's socket
+// (whose length ssh limits), and the user, host and port compute nodes
+// dial in tunnel mode.
+func (s *OpenSSH) resolve(ctx context.Context) error {
+	out, stderr, err := s.ssh(ctx, nil, s.cfg.args(false, "-G", "--", s.cfg.Dest)...)
+	if err != nil {
+		return fmt.Errorf("ssh -G %s: %s", s.cfg.Dest, sshMessage(stderr, err))
+	}
+	var host, port, alias string
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "controlpath":
+			s.path = v
+		case "user":
+			s.user = v
+		case "hostname":
+			host = v
+		case "port":
+			port = v
+		case "hostkeyalias":
+			alias = v
+		case "userknownhostsfile", "globalknownhostsfile":
+			s.knownHosts = append(s.knownHosts, strings.Fields(v)...)
+		}
+	}
+	s.keyAddr = net.JoinHostPort(cmp.Or(alias, host), port)
+	if s.path == "" || s.user == "" || host == "" || port == "" {
+		return fmt.Errorf("ssh -G %s: no controlpath, user, hostname or port in its answer", s.cfg.Dest)
+	}
+	if len(s.path)+17 >= maxSocketPath { // ssh adds 17 while it binds
+		return fmt.Errorf("openssh: the master socket path %s is too long for a Unix socket", s.path)
+	}
+	s.login = net.JoinHostPort(host, port)
+	return nil
+}
+
+// ssh runs ssh with args, stdin (nil: none), to its end or ctx's.
+func (s *OpenSSH) ssh(ctx context.Context, stdin io.Reader, args ...string) (stdout, stderr []byte, err error) {
+	cmd := exec.CommandContext(ctx, s.cfg.program(), args...)
+	o, e := &capped{max: maxRunStdout}, &capped{max: maxRunStderr}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, o, e
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
+}
+
+// masterUp says whether a master connection answers at the socket.
+func (s *OpenSSH) masterUp(ctx context.Context) bool {
+	_, _, err := s.ssh(ctx, nil, s.cfg.args(false, "-O", "check", "--", s.cfg.Dest)...)
+	return err == nil
+}
+
+// startMaster starts a master connection of its own and waits until it
+// answers. A socket no master answers (one killed) is removed first:
+// ssh would not bind over it.
+func (s *OpenSSH) startMaster(ctx context.Context) error {
+	if fi, err := os.Lstat(s.path); err == nil && fi.Mode().Type() == os.ModeSocket {
+		os.Remove(s.path)
+	}
+	cmd := exec.Command(s.cfg.program(), s.cfg.args(true, "-N", "-o", "ControlPersist=no", "--", s.cfg.Dest)...)
+	stderr := &capped{max: maxRunStderr}
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not stopped by the CLS's terminal's ^C before the CLS
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("openssh: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		select {
+		case err := <-exited:
+			return s.loginError(stderr.Bytes(), err)
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			<-exited
+			return &ConnError{fmt.Errorf("ssh %s: no answer within %v", s.cfg.Dest, 3*s.cfg.timeout())}
+		case <-time.After(wait):
+		}
+		if s.masterUp(ctx) {
+			break
+		}
+	}
+	s.master = cmd
+	go func() {
+		<-exited
+		s.markDead()
+	}()
+	return nil
+}
+
+// loginError is why ssh could not log in, from what it printed.
+func (s *OpenSSH) loginError(stderr []byte, err error) error {
+	msg := sshMessage(stderr, err)
+	switch {
+	case strings.Contains(msg, "Permission denied"):
+		hint := ""
+		if s.cfg.LoginHint != "" {
+			hint = "; log in by hand, once, with: " + s.cfg.LoginHint
+		}
+		return fmt.Errorf("%w: ssh %s: %s%s", errOpenSSHAuth, s.cfg.Dest, msg, hint)
+	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"), strings.Contains(msg, "Host key for") && strings.Contains(msg, "has changed"):
+		return fmt.Errorf("%w: ssh %s: %s", ErrHostKeyChanged, s.cfg.Dest, msg)
+	case strings.Contains(msg, "Host key verification failed"), strings.Contains(msg, "No ") && strings.Contains(msg, "host key is known"):
+		return fmt.Errorf("%w: ssh %s: %s (ssh %s once and check the key it shows)", ErrHostUnknown, s.cfg.Dest, msg, s.cfg.Dest)
+	}
+	return &ConnError{fmt.Errorf("ssh %s: %s", s.cfg.Dest, msg)}
+}
+
+// sshMessage is the line of ssh's stderr that says why it failed: the
+// last that is not a banner of @s (said to be of a changed host key if
+// the banner says so), else err.
+func sshMessage(stderr []byte, err error) string {
+	changed := ""
+	if strings.Contains(string(stderr), "REMOTE HOST IDENTIFICATION HAS CHANGED") {
+		changed = "REMOTE HOST IDENTIFICATION HAS CHANGED: "
+	}
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "@") {
+			return changed + protocol.Printable(truncate(l, 300))
+		}
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "failed"
+}
+
+// openSFTP starts the SFTP session, bounded by ctx: its handshake is the
+// first answer on the connection.
+func (s *OpenSSH) openSFTP(ctx context.Context) error {
+	cmd := exec.Command(s.cfg.program(), s.cfg.args(false, "-s", "--", s.cfg.Dest, "sftp")...)
+	stderr := &capped{max: maxRunStderr}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("openssh: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
+	c, err := sftp.NewClientPipe(out, in)
+	stop()
+	if err != nil {
+		cmd.Process.Kill()
+		werr := <-exited
+		if ctx.Err() != nil {
+			return &ConnError{fmt.Errorf("ssh %s: no SFTP session within %v", s.cfg.Dest, 3*s.cfg.timeout())}
+		}
+		return s.loginError(stderr.Bytes(), cmp.Or(werr, err))
+	}
+	s.proc, s.sftp = cmd, c
+	go func() {
+		<-exited
+		s.markDead()
+	}()
+	return nil
+}
+
+func (s *OpenSSH) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
+
+// Done is closed when the connection is gone: its SFTP session or the
+// master it started ended.
+func (s *OpenSSH) Done() <-chan struct{} { return s.dead }
+
+// Login is the user and host:port ssh resolved the destination to.
+func (s *OpenSSH) Login() (user, addr string) { return s.user, s.login }
+
+// loginUser is a Runner that knows whom it logged in as, and where
+// (OpenSSH: its destination may be a Host of the user's ssh config).
+type loginUser interface {
+	Login() (user, addr string)
+}
+
+// Run runs cmd with /bin/sh on the login host, one ssh process over the
+// master connection. The command's stdin is held open until it ends: its
+// end (the process killed at ctx's end) ends the command (withSession).
+func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
+	select {
+	case <-s.dead:
+		return nil, &ConnError{errors.New("ssh ended")}
+	default:
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pw.Close()
+	defer pr.Close()
+	c := exec.CommandContext(ctx, s.cfg.program(), s.cfg.args(false, "--", s.cfg.Dest, withSession(profile+cmd))...)
+	stdout, stderr := &capped{max: maxRunStdout}, &capped{max: maxRunStderr}
+	c.Stdin, c.Stdout, c.Stderr = pr, stdout, stderr
+	c.WaitDelay = time.Second
+	err = c.Run()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		// ssh's own failure: the connection.
+		return nil, &ConnError{fmt.Errorf("ssh %s: %s", s.cfg.Dest, sshMessage(stderr.Bytes(), err))}
+	case errors.As(err, &ee):
+		msg := firstLine(stderr.Bytes())
+		if msg == "" {
+			msg = firstLine(stdout.Bytes())
+		}
+		return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", commandName(cmd), ee.ExitCode(), truncate(msg, 300))
+	default:
+		return nil, fmt.Errorf("openssh: %w", err)
+	}
+	if stdout.over {
+		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
+	}
+	return stdout.Bytes(), nil
+}
+
+// SFTP is the connection's SFTP session.
+func (s *OpenSSH) SFTP() (*sftp.Client, error) {
+	select {
+	case <-s.dead:
+		return nil, &ConnError{errors.New("ssh's SFTP session ended")}
+	default:
+		return s.sftp, nil
+	}
+}
+
+// Put uploads data to path over SFTP unless the file already holds it
+// (upload). SFTP requests take no context: at ctx's end a Put still
+// running ends the session, and with it the connection (the site dials
+// anew): an sftp-server stuck on a hung filesystem held the site for ever.
+func (s *OpenSSH) Put(ctx context.Context, p string, data []byte, mode os.FileMode) (bool, error) {
+	defer context.AfterFunc(ctx, s.Cut)()
+	client := func() (*sftp.Client, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return s.SFTP()
+	}
+	wrote, err := put(ctx, s.Run, client, p, data, mode)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return wrote, err
+}
+
+// Cut ends the connection at once: its SFTP session and the master it
+// started, if any. The next use dials anew.
+func (s *OpenSSH) Cut() {
+	s.markDead()
+	if s.proc != nil {
+		s.proc.Process.Kill()
+	}
+	if s.master != nil {
+		s.master.Process.Kill()
+	}
+}
+
+// Forward asks the master connection for a reverse forward from bind on
+// the login host to a Unix socket of this user's (in ControlDir), each
+// connection to which is joined to dial. It returns the port bound; the
+// forward ends with the master, or at Close. It reads the login host's
+// key too (HostKey), through the connection ssh checked it on.
+func (s *OpenSSH) Forward(bind string, dial func() (net.Conn, error)) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*s.cfg.timeout())
+	defer cancel()
+	if err := s.readHostKey(ctx); err != nil {
+		return 0, err
+	}
+	sock := filepath.Join(s.cfg.ControlDir, "fwd-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36))
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return 0, fmt.Errorf("reverse forward: %w", err)
+	}
+	go serveForward(ln, dial)
+	spec := bind + ":" + sock
+	out, stderr, err := s.ssh(ctx, nil, s.cfg.args(false, "-O", "forward", "-R", spec, "--", s.cfg.Dest)...)
+	if err != nil {
+		ln.Close()
+		return 0, fmt.Errorf("reverse forward on the login host (%s): %s", bind, sshMessage(stderr, err))
+	}
+	_, p, _ := net.SplitHostPort(bind)
+	port, _ := strconv.Atoi(p)
+	if port == 0 {
+		if port, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil || port <= 0 || port > 65535 {
+			ln.Close()
+			return 0, fmt.Errorf("reverse forward on the login host (%s): ssh said %q, not the port", bind, protocol.Printable(truncate(string(out), 40)))
+		}
+		host, _, _ := net.SplitHostPort(bind)
+		spec = net.JoinHostPort(host, strconv.Itoa(port)) + ":" + sock
+	}
+	s.mu.Lock()
+	s.forwards = append(s.forwards, spec)
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	return port, nil
+}
+
+// serveForward joins each connection the forward brings to one dial makes.
+func serveForward(ln net.Listener, dial func() (net.Conn, error)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			d, err := dial()
+			if err != nil {
+				c.Close()
+				return
+			}
+			join(c, d)
+		}()
+	}
+}
+
+// join copies between a and b until either ends, then closes both.
+func join(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	a.Close()
+	b.Close()
+	<-done
+}
+
+// hostKeyCommand prints the login host's own public keys, ed25519 first:
+// the CLS's ssh checked the host it reached, so the key it reads there
+// is the one placeholders pin.
+const hostKeyCommand = `for t in ed25519 ecdsa rsa; do f=/etc/ssh/ssh_host_${t}_key.pub; [ -r "$f" ] && { head -n 1 "$f"; exit 0; }; done; exit 1`
+
+// readHostKey finds the login host's key placeholders pin: the one the
+// user's known_hosts has for it (ed25519 first), else (a certificate
+// authority vouches for it) the one it has in /etc/ssh.
+func (s *OpenSSH) readHostKey(ctx context.Context) error {
+	if k := knownHostKey(s.knownHosts, s.keyAddr); k != nil {
+		s.mu.Lock()
+		s.hostKey = k
+		s.mu.Unlock()
+		return nil
+	}
+	out, err := s.Run(ctx, hostKeyCommand)
+	if err != nil {
+		return fmt.Errorf("tunnel: cannot read the login host's key in /etc/ssh, which placeholders check: %w", err)
+	}
+	k, _, _, _, err := ssh.ParseAuthorizedKey(out)
+	if err != nil {
+		return fmt.Errorf("tunnel: the login host's key in /etc/ssh: %w", err)
+	}
+	s.mu.Lock()
+	s.hostKey = k
+	s.mu.Unlock()
+	return nil
+}
+
+// knownHostKey is the key files (known_hosts) have for addr, ed25519
+// first; nil if none does, or only a certificate authority's line. A
+// file that is missing, or that another user could write, is skipped.
+func knownHostKey(files []string, addr string) ssh.PublicKey {
+	probe, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	var best ssh.PublicKey
+	for _, f := range files {
+		cb, cas, err := readKnownHosts(f)
+		if err != nil {
+			continue
+		}
+		var ke *knownhosts.KeyError
+		if !errors.As(cb(addr, &net.TCPAddr{IP: net.IPv4zero}, probe), &ke) {
+			continue
+		}
+		for _, k := range ke.Want {
+			if !cas[string(k.Key.Marshal())] && (best == nil || k.Key.Type() == ssh.KeyAlgoED25519 && best.Type() != ssh.KeyAlgoED25519) {
+				best = k.Key
+			}
+		}
+	}
+	return best
+}
+
+// HostKey is the login host's key, read by Forward.
+func (s *OpenSSH) HostKey() ssh.PublicKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostKey
+}
+
+// Close ends the connection: the forwards it asked for are cancelled (a
+// master it found outlives it), the SFTP session and a master it started
+// end.
+func (s *OpenSSH) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	fw, lns := s.forwards, s.listeners
+	s.mu.Unlock()
+	if s.master == nil {
+		for _, spec := range fw {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout())
+			s.ssh(ctx, nil, s.cfg.args(false, "-O", "cancel", "-R", spec, "--", s.cfg.Dest)...)
+			cancel()
+		}
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	if s.sftp != nil {
+		s.sftp.Close()
+	}
+	if s.proc != nil {
+		s.proc.Process.Kill()
+	}
+	if s.master != nil {
+		// Asked, it exits at once and removes its socket (a signal
+		// waits for its next keepalive).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, _, err := s.ssh(ctx, nil, s.cfg.args(false, "-O", "exit", "--", s.cfg.Dest)...); err != nil {
+			s.master.Process.Kill()
+		}
+		cancel()
+	}
+	s.markDead()
+	return nil
+}

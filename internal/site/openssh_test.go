@@ -1,0 +1,386 @@
+package site
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/protocol"
+)
+
+// openSSHLogin is an in-process login host (shellLogin) reached with the
+// system's ssh, which reads no config but the test's (-F): the wrapper
+// script is the config's Program, as MQ_SSH is the CLS's.
+func openSSHLogin(t *testing.T) (*sftpLogin, OpenSSHConfig) {
+	t.Helper()
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Skip("no ssh command")
+	}
+	l := shellLogin(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	if err := os.WriteFile(conf, []byte("Host *\n  IdentitiesOnly yes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(dir, "sshwrap")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec ssh -F "+conf+" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(l.addr)
+	p, _ := strconv.Atoi(port)
+	return l, OpenSSHConfig{Dest: "u@" + host, Port: p, KeyFile: l.keyFile, KnownHosts: l.knownHosts,
+		ControlDir: ControlDir(dir), Program: wrapper, Timeout: 20 * time.Second, LoginHint: "cls site login s"}
+}
+
+func dialOpenSSH(t *testing.T, cfg OpenSSHConfig) *OpenSSH {
+	t.Helper()
+	s, err := DialOpenSSH(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// A site reached with the system's ssh runs commands (their output and
+// status kept as mq's own client keeps them), puts files (only when
+// changed), gives its SFTP session to staging, and says whom it logged
+// in as, as ssh resolved the destination.
+func TestOpenSSHRunPut(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	s := dialOpenSSH(t, cfg)
+	ctx := context.Background()
+
+	out, err := s.Run(ctx, "echo out; echo why >&2; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: why") || string(out) != "out\n" {
+		t.Fatalf("Run = %q, %v; want out and exit status 3: why", out, err)
+	}
+	out, err = s.Run(ctx, "printf '%s' ok")
+	if err != nil || string(out) != "ok" {
+		t.Fatalf("Run = %q, %v", out, err)
+	}
+
+	p := filepath.Join(t.TempDir(), "d", "agent")
+	for i, want := range []bool{true, false} {
+		wrote, err := s.Put(ctx, p, []byte("bytes"), 0o700)
+		if err != nil || wrote != want {
+			t.Fatalf("Put #%d = %v, %v; want %v", i, wrote, err, want)
+		}
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "bytes" {
+		t.Fatalf("put file holds %q, %v", b, err)
+	}
+	c, err := s.SFTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := c.Stat(p); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("stat over SFTP: %v, %v", fi, err)
+	}
+	if user, addr := s.Login(); user != "u" || addr != "127.0.0.1:"+strconv.Itoa(cfg.Port) {
+		t.Fatalf("Login = %s, %s", user, addr)
+	}
+	if fi, err := os.Stat(cfg.ControlDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("control dir: %v, %v", fi, err)
+	}
+}
+
+// A command whose context ends is killed on the login host, as mq's own
+// client's are (withSession): the ssh process's end ends its session.
+func TestOpenSSHRunCancelKillsCommand(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	s := dialOpenSSH(t, cfg)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := s.Run(ctx, "echo $$ > "+pidFile+"; exec sleep 600"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v, want the deadline", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) still runs 30 s after its context ended", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// Where ssh cannot log in without asking (here: no key it may use), a
+// master connection the user opened by hand carries the CLS's: the
+// connection rides on it, and ends when it does. Without it the error
+// says to log in by hand, and is taken for one that retrying soon does
+// not mend.
+func TestOpenSSHRidesOnMaster(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	noKey := cfg
+	noKey.KeyFile = filepath.Join(t.TempDir(), "absent")
+	_, err := DialOpenSSH(context.Background(), noKey)
+	if !Permanent(err) || !strings.Contains(err.Error(), "Permission denied") || !strings.HasSuffix(err.Error(), "log in by hand, once, with: cls site login s") {
+		t.Fatalf("dial without a key = %v; want a permanent Permission denied saying cls site login", err)
+	}
+
+	// The user's login: the key given to this ssh alone.
+	withKey := cfg
+	if err := PrivateControlDir(cfg.ControlDir); err != nil {
+		t.Fatal(err)
+	}
+	login := exec.Command(cfg.Program, append([]string{"-o", "BatchMode=yes", "-i", l.keyFile}, withKey.LoginArgs()...)...)
+	if out, err := login.CombinedOutput(); err != nil {
+		t.Fatalf("ssh %v: %v: %s", login.Args, err, out)
+	}
+	t.Cleanup(func() { exec.Command(cfg.Program, cfg.args(false, "-O", "exit", "--", cfg.Dest)...).Run() })
+	s := dialOpenSSH(t, noKey)
+	if s.master != nil {
+		t.Fatal("dial started a master of its own beside the user's")
+	}
+	if out, err := s.Run(context.Background(), "echo rode"); err != nil || string(out) != "rode\n" {
+		t.Fatalf("Run on the user's master = %q, %v", out, err)
+	}
+	exit := exec.Command(cfg.Program, cfg.args(false, "-O", "exit", "--", cfg.Dest)...)
+	if out, err := exit.CombinedOutput(); err != nil {
+		t.Fatalf("ssh -O exit: %v: %s", err, out)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection is not done 30 s after its master exited")
+	}
+	if _, err := s.Run(context.Background(), "true"); err == nil {
+		t.Fatal("Run after the master exited succeeded")
+	}
+}
+
+// A master the connection started ends with it: nothing of the CLS's
+// stays logged in to the login host once the site is gone, and its
+// socket is gone too.
+func TestOpenSSHCloseEndsOwnMaster(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	s := dialOpenSSH(t, cfg)
+	if s.master == nil {
+		t.Fatal("no master of its own")
+	}
+	s.Close()
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("not done 30 s after Close")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Lstat(s.path); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master's socket %s is still there 30 s after Close", s.path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A socket left by a master killed (the CLS killed with it) is not
+	// in the way of the next.
+	s2 := dialOpenSSH(t, cfg)
+	s2.master.Process.Kill()
+	<-s2.Done()
+	s3 := dialOpenSSH(t, cfg)
+	if out, err := s3.Run(context.Background(), "echo again"); err != nil || string(out) != "again\n" {
+		t.Fatalf("Run after a killed master = %q, %v", out, err)
+	}
+}
+
+// The login host's key is checked strictly, whatever the user's config
+// says: unknown, or changed, the dial fails saying so.
+func TestOpenSSHHostKey(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(empty, nil, 0o600)
+	cfg.KnownHosts = empty
+	if _, err := DialOpenSSH(context.Background(), cfg); !errors.Is(err, ErrHostUnknown) {
+		t.Fatalf("dial with no key known = %v, want ErrHostUnknown", err)
+	}
+	other, _ := openSSHLogin(t) // another host's key under this one's address
+	b, _ := os.ReadFile(other.knownHosts)
+	line := strings.Replace(string(b), portOf(other.addr), portOf(l.addr), 1)
+	os.WriteFile(empty, []byte(line), 0o600)
+	if _, err := DialOpenSSH(context.Background(), cfg); !errors.Is(err, ErrHostKeyChanged) {
+		t.Fatalf("dial with another key known = %v, want ErrHostKeyChanged", err)
+	}
+}
+
+// A tunnel's reverse forward through the master: a connection to the
+// port on the login host reaches what dial gives, and the login host's
+// key, read there, is what placeholders pin.
+func TestOpenSSHForward(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	s := dialOpenSSH(t, cfg)
+	far, near := net.Pipe()
+	defer far.Close()
+	dialed := make(chan struct{}, 1)
+	port, err := s.Forward("127.0.0.1:0", func() (net.Conn, error) { dialed <- struct{}{}; return near, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("ping"))
+	buf := make([]byte, 4)
+	far.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadFull(far, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("through the forward: %q, %v", buf, err)
+	}
+	b, _ := os.ReadFile(l.knownHosts)
+	_, _, want, _, _, err := ssh.ParseKnownHosts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := s.HostKey(); k == nil || !bytes.Equal(k.Marshal(), want.Marshal()) {
+		t.Fatalf("HostKey = %v, want known_hosts' %s", k, ssh.FingerprintSHA256(want))
+	}
+}
+
+// --openssh's destinations: what ssh takes as one, a host of the user's
+// ssh config included, and nothing it would read as an option or that a
+// shell or ssh's option parser would split.
+func TestParseDest(t *testing.T) {
+	for _, c := range []struct {
+		in, user, host string
+		port           int
+	}{
+		{"perlmutter", "", "perlmutter", 0},
+		{"alice@login.example.org", "alice", "login.example.org", 0},
+		{"hpc:2222", "", "hpc", 2222},
+		{"u@[::1]:22", "u", "::1", 22},
+		{"u@[fe80::1]", "u", "fe80::1", 0},
+		{"u@fe80::1", "u", "fe80::1", 0},
+	} {
+		user, host, port, err := ParseDest("ssh", c.in)
+		if err != nil || user != c.user || host != c.host || port != c.port {
+			t.Errorf("ParseDest(%q) = %q, %q, %d, %v; want %q, %q, %d", c.in, user, host, port, err, c.user, c.host, c.port)
+		}
+	}
+	for _, bad := range []string{"", "@h", "-oProxyCommand=x", "u@-h", "-u@h", "h:0", "h:99999", "h:x", "a b", "h\n", "h;x", "u:p@h", `h"`, "h'", "h%n", "u@h@g", "h/x"} {
+		if _, _, _, err := ParseDest("ssh", bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseDest(%q) = %v; want one line refusing it", bad, err)
+		}
+	}
+	for _, s := range []protocol.SiteSpec{
+		{Name: "a", Type: Slurm, SSH: "perlmutter", OpenSSH: true},
+		{Name: "a", Type: Slurm, SSH: "hpc:2222", Jump: "gw", OpenSSH: true},
+	} {
+		if err := Validate(&s); err != nil {
+			t.Errorf("Validate(%+v): %v", s, err)
+		}
+	}
+	for _, s := range []protocol.SiteSpec{
+		{Name: "a", Type: Slurm, SSH: "perlmutter"}, // a name of the ssh config is cls site add's to read
+		{Name: "a", Type: Slurm, SSH: "-oProxyCommand=x", OpenSSH: true},
+		{Name: "a", Type: Slurm, SSH: "h", Jump: "-J", OpenSSH: true},
+		{Name: "a", Type: Slurm, SSH: "h", Key: `/k"ey`, OpenSSH: true},
+		{Name: "a", Type: Local, SSH: "h", OpenSSH: true},
+	} {
+		if err := Validate(&s); err == nil {
+			t.Errorf("Validate(%+v) accepted it", s)
+		}
+	}
+}
+
+// FuzzParseDest: a destination ParseDest accepts is one argument to ssh
+// that it cannot read as an option, and parses again the same.
+func FuzzParseDest(f *testing.F) {
+	for _, s := range []string{"hpc", "u@h:22", "u@[::1]:2222", "-x", "a b", "u@h@g"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		user, host, port, err := ParseDest("ssh", s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of two lines: %q", err)
+			}
+			return
+		}
+		cfg := OpenSSHFor(protocol.SiteSpec{SSH: s, OpenSSH: true}, "/d")
+		if strings.HasPrefix(cfg.Dest, "-") || strings.ContainsFunc(cfg.Dest, func(r rune) bool { return r <= ' ' || r == '"' || r == '\'' || r == 0x7f }) {
+			t.Fatalf("%q: destination %q", s, cfg.Dest)
+		}
+		if cfg.Port != port || !strings.HasSuffix(cfg.Dest, host) || (user != "" && !strings.HasPrefix(cfg.Dest, user+"@")) {
+			t.Fatalf("%q: config %+v from %q %q %d", s, cfg, user, host, port)
+		}
+	})
+}
+
+// The key placeholders pin is the one the user's known_hosts has for the
+// login host, ed25519 first; none where only a CA vouches, or the file
+// is not there or is writable by others.
+func TestKnownHostKey(t *testing.T) {
+	dir := t.TempDir()
+	key := func() ssh.PublicKey {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		s, _ := ssh.NewSignerFromKey(priv)
+		return s.PublicKey()
+	}
+	ecKey := func() ssh.PublicKey {
+		priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		s, _ := ssh.NewSignerFromKey(priv)
+		return s.PublicKey()
+	}
+	line := func(marker, host string, k ssh.PublicKey) string {
+		return strings.TrimSpace(marker+" "+host) + " " + string(ssh.MarshalAuthorizedKey(k))
+	}
+	ed, ec, ca := key(), ecKey(), key()
+	write := func(name string, mode os.FileMode, lines ...string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
+		os.Chmod(p, mode)
+		return p
+	}
+	both := write("both", 0o600, line("", "[login]:2222", ec), line("", "[login]:2222", ed), line("", "other", key()))
+	caOnly := write("ca", 0o600, line("@cert-authority", "*", ca))
+	open := write("open", 0o666, line("", "[login]:2222", ed))
+	for _, c := range []struct {
+		name  string
+		files []string
+		want  ssh.PublicKey
+	}{
+		{"ed25519 first", []string{both}, ed},
+		{"a CA's line is no host's key", []string{caOnly}, nil},
+		{"the CA's file, then the host's", []string{caOnly, both}, ed},
+		{"missing", []string{filepath.Join(dir, "absent")}, nil},
+		{"writable by others", []string{open}, nil},
+	} {
+		got := knownHostKey(c.files, "login:2222")
+		if (got == nil) != (c.want == nil) || got != nil && !bytes.Equal(got.Marshal(), c.want.Marshal()) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 
 	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -163,7 +164,7 @@ func TestSitePlaces(t *testing.T) {
 	s := &sites{hub: newAgentHub(), umask: 0o027}
 	s.mgr = &site.Manager{Store: specs, Poll: time.Hour, Log: slog.New(slog.DiscardHandler),
 		Open: func(spec protocol.SiteSpec, _ func(int)) (site.Site, error) {
-			return &site.Remote{Spec: spec, Dial: func(context.Context) (site.Runner, error) {
+			return &site.Remote{Spec: spec, Dial: func(context.Context) (login.Runner, error) {
 				return nil, errors.New("no login host in this test")
 			}}, nil
 		}}

@@ -28,6 +28,7 @@ import (
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/internal/server"
 	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/sshkey"
 	"github.com/mq-hpc/mq/internal/sshserver"
 	"github.com/mq-hpc/mq/internal/wire"
@@ -314,13 +315,13 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 			return nil, err
 		}
 	}
-	dial := func(ctx context.Context) (site.Runner, error) {
-		return site.DialSSH(ctx, site.SSHConfig{User: user, Addr: addr, JumpUser: jumpUser, JumpAddr: jumpAddr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
+	dial := func(ctx context.Context) (login.Runner, error) {
+		return login.DialSSH(ctx, login.SSHConfig{User: user, Addr: addr, JumpUser: jumpUser, JumpAddr: jumpAddr, KeyFile: spec.Key, KnownHosts: spec.KnownHosts})
 	}
 	if spec.OpenSSH {
-		cfg := site.OpenSSHFor(spec, site.ControlDir(s.home))
+		cfg := site.OpenSSHFor(spec, login.ControlDir(s.home))
 		cfg.Program = os.Getenv("MQ_SSH") // as cls site login runs it
-		dial = func(ctx context.Context) (site.Runner, error) { return site.DialOpenSSH(ctx, cfg) }
+		dial = func(ctx context.Context) (login.Runner, error) { return login.DialOpenSSH(ctx, cfg) }
 	}
 	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
 		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,

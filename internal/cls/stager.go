@@ -13,7 +13,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
-	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/stage"
 	"github.com/pkg/sftp"
 )
@@ -316,7 +316,7 @@ func isUnreachable(err error) bool {
 // under a transfer: SFTP's, or the SSH connection under it, or one cut
 // because the transfer stalled on it.
 func connectionLost(err error) bool {
-	var ce *site.ConnError
+	var ce *login.ConnError
 	return errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.As(err, &ce) || errors.Is(err, stage.ErrStalled)
 }
 

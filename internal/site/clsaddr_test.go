@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -81,7 +82,7 @@ func TestScriptDialsCLSAddr(t *testing.T) {
 		}
 		return &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "ws17:2222", JobName: "mq-s-x", Dir: ".mq-sites/x",
 			Agent: func(string, string) (string, error) { return agent, nil },
-			Dial:  func(context.Context) (Runner, error) { return shRunner{home}, nil },
+			Dial:  func(context.Context) (login.Runner, error) { return shRunner{home}, nil },
 		}
 	}
 	dials := func(r *Remote) string {

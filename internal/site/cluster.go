@@ -18,6 +18,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -32,7 +33,7 @@ type Remote struct {
 	Spec  protocol.SiteSpec
 	Batch batch.System
 	// Dial connects to the login host (DialSSH in production).
-	Dial func(ctx context.Context) (Runner, error)
+	Dial func(ctx context.Context) (login.Runner, error)
 	// Agent returns the path of an agent binary for a platform.
 	Agent func(goos, goarch string) (string, error)
 	// Key is the placeholders' private key (OpenSSH PEM).
@@ -71,7 +72,7 @@ type Remote struct {
 	spoolEvery time.Duration
 
 	mu       sync.Mutex
-	r        Runner
+	r        login.Runner
 	base     string // absolute: the site's directory on the login host
 	script   string
 	dataRoot string // absolute: where staged files live on the login host; "" with SharedFS
@@ -102,7 +103,7 @@ func (s *Remote) Platform() string {
 }
 
 // runner returns a prepared connection, making one if needed.
-func (s *Remote) runner(ctx context.Context) (Runner, error) {
+func (s *Remote) runner(ctx context.Context) (login.Runner, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.r != nil {
@@ -156,8 +157,8 @@ func (s *Remote) Retarget(next Site) bool {
 }
 
 // drop forgets a connection that failed, so the next call reconnects.
-func (s *Remote) drop(r Runner, err error) {
-	var ce *ConnError
+func (s *Remote) drop(r login.Runner, err error) {
+	var ce *login.ConnError
 	if !errors.As(err, &ce) {
 		return
 	}
@@ -173,7 +174,7 @@ func (s *Remote) drop(r Runner, err error) {
 func Platforms(uname string) (goos, goarch string, err error) {
 	f := strings.Fields(uname)
 	if len(f) != 2 {
-		return "", "", fmt.Errorf("uname -sm printed %q", truncate(uname, 100))
+		return "", "", fmt.Errorf("uname -sm printed %q", protocol.ClipText(uname, 100))
 	}
 	switch strings.ToLower(f[0]) {
 	case "linux":
@@ -202,14 +203,14 @@ func Platforms(uname string) (goos, goarch string, err error) {
 	return goos, goarch, nil
 }
 
-func (s *Remote) prepare(ctx context.Context, r Runner) error {
+func (s *Remote) prepare(ctx context.Context, r login.Runner) error {
 	out, err := r.Run(ctx, `uname -sm; printf '%s\n' "$HOME"`)
 	if err != nil {
 		return fmt.Errorf("platform: %w", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[1], "/") {
-		return fmt.Errorf("platform: uname -sm and $HOME printed %q", truncate(string(out), 200))
+		return fmt.Errorf("platform: uname -sm and $HOME printed %q", protocol.ClipText(string(out), 200))
 	}
 	goos, goarch, err := Platforms(lines[0])
 	if err != nil {
@@ -265,7 +266,7 @@ func (s *Remote) prepare(ctx context.Context, r Runner) error {
 
 // writeScript writes the placeholders' batch script for the site's spec
 // on the login host prepared.
-func (s *Remote) writeScript(ctx context.Context, r Runner) error {
+func (s *Remote) writeScript(ctx context.Context, r login.Runner) error {
 	if s.Spec.Connect != Tunnel && s.addr != "" {
 		s.addr = CLSAddrFor(s.Spec, s.CLSAddr) // cls site set --cls-addr
 	}
@@ -332,7 +333,7 @@ func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
 		c, err := f.SFTP()
 		if err != nil {
 			s.drop(r, err)
-			var ce *ConnError
+			var ce *login.ConnError
 			if errors.As(err, &ce) && try == 0 {
 				// A connection cut a moment ago, before the SSH
 				// client noticed: one new connection is tried.
@@ -351,7 +352,7 @@ func (s *Remote) Files(ctx context.Context) (*sftp.Client, string, error) {
 
 type filesConn struct {
 	c *sftp.Client
-	r Runner
+	r login.Runner
 	// once ends c, the first transfer stalled on it waiting for its
 	// probe (EndSFTP) and the others for its outcome: conn.
 	once sync.Once
@@ -415,8 +416,8 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	s.mu.Unlock()
 	var hint string
 	if spec.Connect == Tunnel {
-		_, login := loginOf(r, spec)
-		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", login, addr, login)
+		_, at := loginOf(r, spec)
+		hint = fmt.Sprintf("placeholders reach the CLS through the login host's sshd at %s (a forward to %s there): check that compute nodes can reach %s and that its sshd allows TCP forwarding (AllowTcpForwarding)", at, addr, at)
 	} else {
 		from := "cls serve --ssh"
 		if spec.CLSAddr != "" {
@@ -439,13 +440,13 @@ func (s *Remote) Diagnose(ctx context.Context, id string) string {
 	if last == "" {
 		return fmt.Sprintf("its log %s is empty; %s", file, hint)
 	}
-	return fmt.Sprintf("its log %s ends: %s; %s", file, truncate(last, 300), hint)
+	return fmt.Sprintf("its log %s ends: %s; %s", file, protocol.ClipText(last, 300), hint)
 }
 
 // loginOf is whom r logged in as, and where (host:port): as ssh resolved
 // the destination for a site reached with --openssh, else as --ssh says.
-func loginOf(r Runner, spec protocol.SiteSpec) (user, addr string) {
-	if l, ok := r.(loginUser); ok {
+func loginOf(r login.Runner, spec protocol.SiteSpec) (user, addr string) {
+	if l, ok := r.(login.Resolved); ok {
 		return l.Login()
 	}
 	user, addr, err := ParseSSH(spec.SSH)
@@ -530,7 +531,7 @@ func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
 
 // submitLoop runs cmd n times, each submission's output followed by an
 // empty line, stopping at the first failure. It starts with cmd itself: a
-// failure is named by the command that failed (Runner errors name the
+// failure is named by the command that failed (login.Runner errors name the
 // command's first word; "i=0;" said nothing of sbatch refusing a partition).
 func submitLoop(cmd string, n int) string {
 	return cmd + " || exit $?; echo; i=1; while [ $i -lt " + strconv.Itoa(n) + " ]; do " + cmd + " || exit $?; echo; i=$((i+1)); done"
@@ -547,7 +548,7 @@ func (s *Remote) List(ctx context.Context) ([]batch.Placeholder, error) {
 	out, err := r.Run(ctx, s.Batch.ListCommand(s.JobName))
 	if err != nil {
 		s.drop(r, err)
-		if errors.As(err, new(*ConnError)) || ctx.Err() != nil {
+		if errors.As(err, new(*login.ConnError)) || ctx.Err() != nil {
 			return nil, err
 		}
 		return nil, answered{err}

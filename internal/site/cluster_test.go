@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -146,7 +147,7 @@ func TestPrepareDataRoot(t *testing.T) {
 			}
 			r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x",
 				Agent: func(string, string) (string, error) { return agent, nil },
-				Dial:  func(context.Context) (Runner, error) { return shRunner{home}, nil },
+				Dial:  func(context.Context) (login.Runner, error) { return shRunner{home}, nil },
 			}
 			if _, err := r.runner(context.Background()); err != nil {
 				t.Fatal(err)
@@ -223,7 +224,9 @@ func tunnelSites(t *testing.T) (protocol.SiteSpec, func(spec protocol.SiteSpec, 
 		return &Remote{Spec: spec, Batch: ForType(spec.Type), JobName: "mq-s-x", Dir: ".mq-sites/x", Key: key,
 			Agent:   func(string, string) (string, error) { return agent, nil },
 			DialCLS: func() (net.Conn, error) { return nil, errors.New("unused") },
-			Dial:    func(context.Context) (Runner, error) { return tunnelRunner{shRunner{home}, binds, taken, free}, nil },
+			Dial: func(context.Context) (login.Runner, error) {
+				return tunnelRunner{shRunner{home}, binds, taken, free}, nil
+			},
 		}, binds
 	}
 }
@@ -317,11 +320,11 @@ func TestBatchCommandNames(t *testing.T) {
 	for _, typ := range []string{SGE, Slurm, PBS} {
 		b := ForType(typ)
 		want := map[string]string{SGE: "qsub", Slurm: "sbatch", PBS: "qsub"}[typ]
-		if got := commandName(submitLoop(b.SubmitCommand("/s.sh", []string{"-A", "p"}), 3)); got != want {
+		if got := login.CommandName(submitLoop(b.SubmitCommand("/s.sh", []string{"-A", "p"}), 3)); got != want {
 			t.Errorf("%s: a failed submission is named %q, want %q", typ, got, want)
 		}
 		cancel := map[string]string{SGE: "qdel", Slurm: "scancel", PBS: "qdel"}[typ]
-		if got := commandName(b.CancelCommand([]string{"1", "2"})); got != cancel {
+		if got := login.CommandName(b.CancelCommand([]string{"1", "2"})); got != cancel {
 			t.Errorf("%s: a failed cancel is named %q, want %q", typ, got, cancel)
 		}
 	}

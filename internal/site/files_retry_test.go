@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -63,7 +64,7 @@ func TestFilesRetriesOneNewConnection(t *testing.T) {
 	if err := os.WriteFile(agent, []byte("agent"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cut := &ConnError{errors.New("EOF")}
+	cut := &login.ConnError{Err: errors.New("EOF")}
 	for _, tc := range []struct {
 		name    string
 		runners []*filesRunner
@@ -78,7 +79,7 @@ func TestFilesRetriesOneNewConnection(t *testing.T) {
 			dials := 0
 			r := &Remote{Spec: protocol.SiteSpec{Name: "cut", Type: Slurm, SSH: "u@h"}, Batch: ForType(Slurm), JobName: "mq-cut-x",
 				CLSAddr: "127.0.0.1:1", Agent: func(string, string) (string, error) { return agent, nil },
-				Dial: func(context.Context) (Runner, error) {
+				Dial: func(context.Context) (login.Runner, error) {
 					dials++
 					return tc.runners[dials-1], nil
 				}}
@@ -119,7 +120,7 @@ func TestCutFiles(t *testing.T) {
 	fr := &filesRunner{sftp: memSFTP(t)}
 	r := &Remote{Spec: protocol.SiteSpec{Name: "cut", Type: Slurm, SSH: "u@h"}, Batch: ForType(Slurm), JobName: "mq-cut-x",
 		CLSAddr: "127.0.0.1:1", Agent: func(string, string) (string, error) { return agent, nil },
-		Dial: func(context.Context) (Runner, error) { return fr, nil }}
+		Dial: func(context.Context) (login.Runner, error) { return fr, nil }}
 	r.CutFiles(fr.sftp) // before Files gave it
 	c, _, err := r.Files(context.Background())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -167,7 +168,7 @@ func TestListAnswered(t *testing.T) {
 	}{
 		{"exit status", func() ([]byte, error) { return nil, errors.New("squeue: exit status 1: slurm_load_jobs error") }, true},
 		{"unreadable", func() ([]byte, error) { return []byte("not a listing\n"), nil }, true},
-		{"connection lost", func() ([]byte, error) { return nil, &ConnError{io.EOF} }, false},
+		{"connection lost", func() ([]byte, error) { return nil, &login.ConnError{Err: io.EOF} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
@@ -177,7 +178,7 @@ func TestListAnswered(t *testing.T) {
 			}
 			r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x",
 				Agent: func(string, string) (string, error) { return agent, nil },
-				Dial:  func(context.Context) (Runner, error) { return &listRunner{shRunner{home}, tc.list}, nil },
+				Dial:  func(context.Context) (login.Runner, error) { return &listRunner{shRunner{home}, tc.list}, nil },
 			}
 			_, err := r.List(context.Background())
 			if err == nil {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"net"
 	"path"
 	"regexp"
@@ -535,4 +536,15 @@ func SplitArgs(s string) ([]string, error) {
 		}
 	}
 	return shellwords.Split(s)
+}
+
+// OpenSSHFor is how the system's ssh reaches spec's login host (spec
+// valid, with OpenSSH set); the master sockets live in controlDir.
+func OpenSSHFor(spec protocol.SiteSpec, controlDir string) login.OpenSSHConfig {
+	user, host, port, _ := ParseDest("ssh", spec.SSH)
+	if user != "" {
+		host = user + "@" + host
+	}
+	return login.OpenSSHConfig{Dest: host, Port: port, Jump: spec.Jump, KeyFile: spec.Key, KnownHosts: spec.KnownHosts,
+		ControlDir: controlDir, LoginHint: "cls site login " + spec.Name}
 }

@@ -2,20 +2,12 @@ package site
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -28,7 +20,7 @@ func TestSlowLoginDoesNotBlockManager(t *testing.T) {
 	dialing, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	r := &Remote{Spec: protocol.SiteSpec{Name: "slow", Type: Slurm, SSH: "u@h"}, Batch: ForType(Slurm), JobName: "mq-slow-x",
-		Dial: func(ctx context.Context) (Runner, error) {
+		Dial: func(ctx context.Context) (login.Runner, error) {
 			once.Do(func() { close(dialing) })
 			select {
 			case <-release:
@@ -67,47 +59,4 @@ func TestSlowLoginDoesNotBlockManager(t *testing.T) {
 	}
 	close(release)
 	eventually(t, "degraded", func() bool { return m.List()[0].State == StateDegraded })
-}
-
-// A login host that accepts the connection and never answers: the dial
-// gives up after its timeout saying so, not "use of closed network
-// connection" (the timeout closes the connection under the handshake).
-func TestDialSilentLoginHost(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	dir := t.TempDir()
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile, kh := filepath.Join(dir, "key"), filepath.Join(dir, "known_hosts")
-	os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600)
-	os.WriteFile(kh, nil, 0o600)
-	start := time.Now()
-	_, err = DialSSH(context.Background(), SSHConfig{User: "u", Addr: ln.Addr().String(), KeyFile: keyFile, KnownHosts: kh, Timeout: 300 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "no SSH handshake within 300ms") || strings.Contains(err.Error(), "closed network connection") {
-		t.Errorf("dial of a silent login host: %v", err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("the dial took %s, its timeout 300ms", d)
-	}
 }

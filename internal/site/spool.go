@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"io/fs"
 	"log/slog"
 	"path"
@@ -23,7 +24,7 @@ const SpoolEvery = 10 * time.Second
 
 // spoolLocked starts a delivery of the spool on r: at once on a
 // connection just made, else once SpoolEvery has passed since the last.
-func (s *Remote) spoolLocked(r Runner, made bool) {
+func (s *Remote) spoolLocked(r login.Runner, made bool) {
 	every := cmp.Or(s.spoolEvery, SpoolEvery)
 	if s.Reports == nil || !made && time.Since(s.spooled) < every {
 		return
@@ -38,7 +39,7 @@ func (s *Remote) spoolLocked(r Runner, made bool) {
 // do not share it with the login host keeps theirs out of its reach). It
 // runs on its own goroutine, one at a time: the SFTP calls take no
 // context, and a stuck sftp-server must hold nothing of the site's.
-func (s *Remote) deliverSpool(r Runner, base, name string) {
+func (s *Remote) deliverSpool(r login.Runner, base, name string) {
 	if !s.spooling.CompareAndSwap(false, true) {
 		return // the delivery of an earlier connection still runs
 	}
@@ -53,7 +54,7 @@ func (s *Remote) deliverSpool(r Runner, base, name string) {
 	}
 }
 
-func (s *Remote) readSpool(r Runner, base string, log *slog.Logger) (int, error) {
+func (s *Remote) readSpool(r login.Runner, base string, log *slog.Logger) (int, error) {
 	f, ok := r.(interface{ SFTP() (*sftp.Client, error) })
 	if !ok {
 		return 0, nil

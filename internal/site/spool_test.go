@@ -14,6 +14,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -74,7 +75,7 @@ func TestRemoteDeliversSpool(t *testing.T) {
 	dials := 0
 	r := &Remote{Spec: spec, Batch: ForType(spec.Type), CLSAddr: "127.0.0.1:1", JobName: "mq-s-x", Dir: ".mq-sites/x", spoolEvery: time.Millisecond,
 		Agent: func(string, string) (string, error) { return agent, nil },
-		Dial: func(context.Context) (Runner, error) {
+		Dial: func(context.Context) (login.Runner, error) {
 			dials++
 			return spoolRunner{shRunner{home}, osSFTP(t)}, nil
 		},

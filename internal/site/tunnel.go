@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"net"
 	"path"
 	"regexp"
@@ -13,15 +14,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 )
-
-// Tunneler is a Runner that can carry a tunnel: SSH.
-type Tunneler interface {
-	// Forward listens on bind on the login host and joins each
-	// connection made there to dial; it returns the port bound.
-	Forward(bind string, dial func() (net.Conn, error)) (int, error)
-	// HostKey is the key the login host showed (and known_hosts vouched for).
-	HostKey() ssh.PublicKey
-}
 
 // openTunnel makes the way in for tunnel mode and returns the agent's
 // arguments for it. The CLS's connection asks the login host for a reverse
@@ -33,11 +25,11 @@ type Tunneler interface {
 // no TCP listening, and connections only to the forward's port. (It may
 // still listen on a Unix-domain socket: OpenSSH's permitlisten does not
 // cover them; docs/design/sites.md.)
-func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
+func (s *Remote) openTunnel(ctx context.Context, r login.Runner) ([]string, error) {
 	if s.DialCLS == nil {
 		return nil, ErrNoEndpoint
 	}
-	t, ok := r.(Tunneler)
+	t, ok := r.(login.Tunneler)
 	if !ok {
 		return nil, errors.New("tunnel: this connection to the login host cannot forward ports")
 	}
@@ -60,7 +52,7 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 	// This connection's session holds the forward now: a cut that leaves
 	// it behind on the login host is ended by the next connection.
 	if _, err := r.Run(ctx, noteSessionCommand(path.Join(s.base, tunnelSessionFile))); err != nil {
-		var ce *ConnError
+		var ce *login.ConnError
 		if errors.As(err, &ce) {
 			return nil, err
 		}
@@ -74,10 +66,10 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 	if _, err := r.Run(ctx, authorizeCommand(line, s.JobName)); err != nil {
 		return nil, fmt.Errorf("tunnel: cannot authorize the placeholder key on the login host: %w", err)
 	}
-	user, login := loginOf(r, s.Spec)
-	if host, _, err := net.SplitHostPort(login); err == nil {
+	user, addr := loginOf(r, s.Spec)
+	if host, _, err := net.SplitHostPort(addr); err == nil {
 		out, err := r.Run(ctx, loginNodeCommand(host))
-		var ce *ConnError
+		var ce *login.ConnError
 		if errors.As(err, &ce) {
 			return nil, err
 		}
@@ -92,7 +84,7 @@ func (s *Remote) openTunnel(ctx context.Context, r Runner) ([]string, error) {
 		return nil, errors.New("tunnel: the login host's key is not known")
 	}
 	hk := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(t.HostKey())))
-	return []string{"--via", user + "@" + login, "--via-host-key", hk}, nil
+	return []string{"--via", user + "@" + addr, "--via-host-key", hk}, nil
 }
 
 // loginNodeCommand prints where the connection running it reached the
@@ -187,7 +179,7 @@ func unauthorizeCommand(jobName string) string {
 // was made, is ended if it is still there (stale: not this connection's),
 // and the port asked again; if it cannot be had, another is bound, and
 // placeholders started from now on dial that.
-func (s *Remote) reclaimPort(ctx context.Context, r Runner, t Tunneler) (int, error) {
+func (s *Remote) reclaimPort(ctx context.Context, r login.Runner, t login.Tunneler) (int, error) {
 	bind := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tunnel))
 	out, err := r.Run(ctx, endStaleSessionCommand(path.Join(s.base, tunnelSessionFile)))
 	if err == nil && strings.TrimSpace(string(out)) == staleEnded {

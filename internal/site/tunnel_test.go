@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"log/slog"
 	"net"
 	"os"
@@ -358,7 +359,7 @@ func TestTunnelReclaimsPort(t *testing.T) {
 			spec, open := tunnelSites(t)
 			r, binds := open(spec, t.TempDir(), 5000, 6000)
 			ended, home := false, t.TempDir()
-			r.Dial = func(context.Context) (Runner, error) {
+			r.Dial = func(context.Context) (login.Runner, error) {
 				return staleRunner{tunnelRunner{shRunner{home}, binds, 5000, 6000}, &stale, &ended}, nil
 			}
 			r.tunnel = 5000 // the port of an earlier connection
@@ -452,7 +453,7 @@ func TestTunnelPoolWarns(t *testing.T) {
 	var logged bytes.Buffer
 	r.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	home := t.TempDir()
-	r.Dial = func(context.Context) (Runner, error) {
+	r.Dial = func(context.Context) (login.Runner, error) {
 		return poolRunner{tunnelRunner{shRunner{home}, binds, 0, 5000}, bin}, nil
 	}
 	if _, err := r.runner(context.Background()); err != nil {

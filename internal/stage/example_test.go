@@ -13,7 +13,7 @@ import (
 // A file moves from the CLS host (here a temporary directory standing in
 // for "/") to a site's data root, verified by its SHA-256. A site reached
 // over SSH would be stage.SFTP{Client: c, Root: ".mq-data/CLSID"}, with c
-// from site.SSH.SFTP.
+// from login.SSH.SFTP.
 func Example() {
 	host, _ := os.MkdirTemp("", "cls-host")
 	site, _ := os.MkdirTemp("", "site-data")

@@ -40,7 +40,7 @@ func socketPair(tb testing.TB) (net.Conn, net.Conn) {
 
 // sftpClient serves the local filesystem over SFTP in-process (the server
 // pkg/sftp has, standing in for OpenSSH's sftp-server) and returns a
-// client made as site.SSH makes its own.
+// client made as login.SSH makes its own.
 func sftpClient(tb testing.TB) *sftp.Client {
 	tb.Helper()
 	a, b := socketPair(tb)

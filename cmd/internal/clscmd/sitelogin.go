@@ -11,6 +11,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	mqcli "github.com/mq-hpc/mq/cmd/internal/cli"
 	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -55,8 +56,8 @@ func siteLogin(env mqcli.Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg := site.OpenSSHFor(*spec, site.ControlDir(home))
-			if err := site.PrivateControlDir(cfg.ControlDir); err != nil {
+			cfg := site.OpenSSHFor(*spec, login.ControlDir(home))
+			if err := login.PrivateControlDir(cfg.ControlDir); err != nil {
 				return err
 			}
 			cmd := exec.CommandContext(c.Context, cmp.Or(os.Getenv("MQ_SSH"), "ssh"), cfg.LoginArgs()...)

@@ -207,7 +207,7 @@ func (l hangList) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
 	return l.FileLister.Filelist(r)
 }
 
-// Serve serves hs in process and returns a client made as site.SSH makes
+// Serve serves hs in process and returns a client made as login.SSH makes
 // its own, and the client's end of the connection: closing it cuts the
 // connection, failing every request waiting on it. A Hang in hs must be
 // Released before the server closes: register its cleanup after Serve.

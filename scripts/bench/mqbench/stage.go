@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/mq-hpc/mq/internal/site"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/stage"
 )
 
@@ -47,7 +47,7 @@ func stageBench(args []string) error {
 		return errors.New("-src is required")
 	}
 	ctx := context.Background()
-	conn, err := site.DialSSH(ctx, site.SSHConfig{User: *user, Addr: *addr, KeyFile: *key, KnownHosts: *kh})
+	conn, err := login.DialSSH(ctx, login.SSHConfig{User: *user, Addr: *addr, KeyFile: *key, KnownHosts: *kh})
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func stageBench(args []string) error {
 	}
 	from, to := "local", "site"
 	if *between != "" {
-		conn2, err := site.DialSSH(ctx, site.SSHConfig{User: *user, Addr: *addr, KeyFile: *key, KnownHosts: *kh})
+		conn2, err := login.DialSSH(ctx, login.SSHConfig{User: *user, Addr: *addr, KeyFile: *key, KnownHosts: *kh})
 		if err != nil {
 			return err
 		}

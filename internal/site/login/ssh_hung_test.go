@@ -1,8 +1,9 @@
-package site
+package login
 
 import (
 	"context"
 	"errors"
+	"github.com/mq-hpc/mq/internal/shellwords"
 	"io"
 	"os"
 	"os/exec"
@@ -77,7 +78,7 @@ func TestRunHungCommandEnds(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, err = s.Run(ctx, "sleep 600 & echo $! >"+Quote(pidFile)+"; wait")
+	_, err = s.Run(ctx, "sleep 600 & echo $! >"+shellwords.Quote(pidFile)+"; wait")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a hung command: %v; want the context's end", err)
 	}

@@ -1,4 +1,4 @@
-package site
+package login
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/sshkey"
 )
 
@@ -35,6 +36,15 @@ type Runner interface {
 	// it wrote.
 	Put(ctx context.Context, path string, data []byte, mode os.FileMode) (bool, error)
 	Close() error
+}
+
+// Tunneler is a Runner that can carry a tunnel: SSH.
+type Tunneler interface {
+	// Forward listens on bind on the login host and joins each
+	// connection made there to dial; it returns the port bound.
+	Forward(bind string, dial func() (net.Conn, error)) (int, error)
+	// HostKey is the key the login host showed (and known_hosts vouched for).
+	HostKey() ssh.PublicKey
 }
 
 // SSHConfig is how to reach a login host.
@@ -302,12 +312,12 @@ func (s *SSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 			if msg == "" {
 				msg = firstLine(stdout.Bytes())
 			}
-			return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", commandName(cmd), ee.ExitStatus(), truncate(msg, 300))
+			return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", CommandName(cmd), ee.ExitStatus(), truncate(msg, 300))
 		}
 		return nil, &ConnError{err}
 	}
 	if stdout.over {
-		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
+		return nil, fmt.Errorf("%s printed more than %d bytes", CommandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
 }
@@ -387,7 +397,7 @@ func withSession(cmd string) string {
 	const watch = `exec 3<&0; (eval "$1") </dev/null 3<&- & c=$!; ` +
 		`{ read -r x <&3; kill -9 0; } >/dev/null 2>&1 & w=$!; exec 3<&-; ` +
 		`wait $c; s=$?; kill $w 2>/dev/null; exit $s`
-	return "exec /bin/sh -c " + Quote(watch) + " sh " + Quote(cmd)
+	return "exec /bin/sh -c " + shellwords.Quote(watch) + " sh " + shellwords.Quote(cmd)
 }
 
 // What a login host's command may print: on stdout, a listing of the
@@ -420,9 +430,9 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (c *capped) Bytes() []byte { return c.b.Bytes() }
 
-// commandName is the program cmd runs first, for its error messages: the
+// CommandName is the program cmd runs first, for its error messages: the
 // first word, or what a leading out=$(...) runs (PBS's cancel).
-func commandName(cmd string) string {
+func CommandName(cmd string) string {
 	f := strings.Fields(cmd)
 	if len(f) == 0 {
 		return "command"
@@ -630,7 +640,7 @@ func privateDir(c *sftp.Client, dir string) error {
 // remoteSum is the SHA-256 of a remote file: by sha256sum where the login
 // host has it, else by reading the file back over SFTP.
 func remoteSum(ctx context.Context, run func(context.Context, string) ([]byte, error), p string, client func() (*sftp.Client, error)) (string, error) {
-	out, err := run(ctx, "sha256sum "+Quote(p)+" 2>/dev/null")
+	out, err := run(ctx, "sha256sum "+shellwords.Quote(p)+" 2>/dev/null")
 	if err == nil {
 		if f := strings.Fields(string(out)); len(f) > 0 && len(f[0]) == 64 {
 			return f[0], nil

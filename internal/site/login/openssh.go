@@ -1,4 +1,4 @@
-package site
+package login
 
 import (
 	"cmp"
@@ -47,17 +47,6 @@ type OpenSSHConfig struct {
 	// LoginHint is what to run to log in by hand (a master connection),
 	// said when the login host refused every way ssh had without asking.
 	LoginHint string
-}
-
-// OpenSSHFor is how the system's ssh reaches spec's login host (spec
-// valid, with OpenSSH set); the master sockets live in controlDir.
-func OpenSSHFor(spec protocol.SiteSpec, controlDir string) OpenSSHConfig {
-	user, host, port, _ := ParseDest("ssh", spec.SSH)
-	if user != "" {
-		host = user + "@" + host
-	}
-	return OpenSSHConfig{Dest: host, Port: port, Jump: spec.Jump, KeyFile: spec.Key, KnownHosts: spec.KnownHosts,
-		ControlDir: controlDir, LoginHint: "cls site login " + spec.Name}
 }
 
 // ControlDir is where the master sockets of the CLS of home live:
@@ -190,9 +179,9 @@ type OpenSSH struct {
 }
 
 var (
-	_ Runner    = (*OpenSSH)(nil)
-	_ Tunneler  = (*OpenSSH)(nil)
-	_ loginUser = (*OpenSSH)(nil)
+	_ Runner   = (*OpenSSH)(nil)
+	_ Tunneler = (*OpenSSH)(nil)
+	_ Resolved = (*OpenSSH)(nil)
 )
 
 // DialOpenSSH connects to the login host with the system's ssh: it rides
@@ -344,7 +333,7 @@ func (s *OpenSSH) loginError(stderr []byte, err error) error {
 		if s.cfg.LoginHint != "" {
 			hint = "; log in by hand, once, with: " + s.cfg.LoginHint
 		}
-		return fmt.Errorf("%w: ssh %s: %s%s", errOpenSSHAuth, s.cfg.Dest, msg, hint)
+		return fmt.Errorf("%w: ssh %s: %s%s", errOpenSSHAuth, s.cfg.Dest, strings.TrimSuffix(msg, "."), hint)
 	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"), strings.Contains(msg, "Host key for") && strings.Contains(msg, "has changed"):
 		return fmt.Errorf("%w: ssh %s: %s", ErrHostKeyChanged, s.cfg.Dest, msg)
 	case strings.Contains(msg, "Host key verification failed"), strings.Contains(msg, "No ") && strings.Contains(msg, "host key is known"):
@@ -420,9 +409,9 @@ func (s *OpenSSH) Done() <-chan struct{} { return s.dead }
 // Login is the user and host:port ssh resolved the destination to.
 func (s *OpenSSH) Login() (user, addr string) { return s.user, s.login }
 
-// loginUser is a Runner that knows whom it logged in as, and where
+// Resolved is a Runner that knows whom it logged in as, and where
 // (OpenSSH: its destination may be a Host of the user's ssh config).
-type loginUser interface {
+type Resolved interface {
 	Login() (user, addr string)
 }
 
@@ -460,12 +449,12 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		if msg == "" {
 			msg = firstLine(stdout.Bytes())
 		}
-		return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", commandName(cmd), ee.ExitCode(), truncate(msg, 300))
+		return stdout.Bytes(), fmt.Errorf("%s: exit status %d: %s", CommandName(cmd), ee.ExitCode(), truncate(msg, 300))
 	default:
 		return nil, fmt.Errorf("openssh: %w", err)
 	}
 	if stdout.over {
-		return nil, fmt.Errorf("%s printed more than %d bytes", commandName(cmd), maxRunStdout)
+		return nil, fmt.Errorf("%s printed more than %d bytes", CommandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
 }

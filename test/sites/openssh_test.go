@@ -1,0 +1,108 @@
+//go:build e2e
+
+package sites
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sitelogin "github.com/mq-hpc/mq/internal/site/login"
+)
+
+// A login host that asks something at each login (here the passphrase of
+// the one key it accepts, as a one-time code would be asked) can be a
+// site: added with --openssh and a Host of the user's ssh config, it is
+// degraded, saying to log in, until cls site login answers once (through
+// SSH_ASKPASS, as a terminal would); the CLS's connections then ride on
+// that login, and a job runs (directly, and through a tunnel). When the
+// login ends the site says to log in again, and a second login brings it
+// back.
+func TestOpenSSHSite(t *testing.T) {
+	need(t, "slurm")
+	for _, connect := range []string{"direct", "tunnel"} {
+		t.Run(connect, func(t *testing.T) { openSSHSite(t, connect) })
+	}
+}
+
+func openSSHSite(t *testing.T, connect string) {
+	l := newLogin(t, "127.0.0.1")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	b, err := os.ReadFile(clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(key, b, 0o600)
+	if out, err := exec.Command("ssh-keygen", "-q", "-p", "-P", "", "-N", "secret", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -p: %v %s", err, out)
+	}
+	host, port, _ := net.SplitHostPort(l.addr)
+	conf := filepath.Join(dir, "config")
+	os.WriteFile(conf, []byte("Host hpc\n  HostName "+host+"\n  Port "+port+"\n  User "+l.user+"\n  IdentityFile "+key+
+		"\n  IdentitiesOnly yes\n  UserKnownHostsFile "+l.knownHosts+"\n"), 0o600)
+	wrapper := filepath.Join(dir, "sshwrap") // ssh reads no config of this machine's user
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec ssh -F "+conf+" \"$@\"\n"), 0o700)
+	askpass := filepath.Join(dir, "askpass")
+	os.WriteFile(askpass, []byte("#!/bin/sh\necho secret\n"), 0o700)
+	t.Setenv("MQ_SSH", wrapper)
+	t.Setenv("SSH_AUTH_SOCK", "")
+
+	// Registered before the CLS's cleanup, so it runs after it: the
+	// site's removal cancels its placeholders through the login.
+	var controlPath string
+	t.Cleanup(func() {
+		if controlPath != "" {
+			exec.Command(wrapper, "-o", "ControlPath="+controlPath, "-O", "exit", "hpc").Run()
+		}
+	})
+	c := startCLS(t)
+	controlPath = filepath.Join(sitelogin.ControlDir(c.home), "%C")
+	login := func() {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(binDir, "cls"), "site", "login", "hpc")
+		cmd.Env = append(os.Environ(), "MQ_HOME="+c.home, "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force")
+		// Files, not pipes: the master ssh leaves in the background.
+		out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		cmd.Stdout, cmd.Stderr = out, out
+		err = cmd.Run()
+		said, _ := os.ReadFile(out.Name())
+		if err != nil || !strings.Contains(string(said), "logged in to site hpc") {
+			t.Fatalf("cls site login hpc: %v: %s", err, said)
+		}
+	}
+	degraded := func(what string) {
+		t.Helper()
+		eventually(t, time.Minute, what, func() bool {
+			s := c.sites()["hpc"]
+			return s.State == "degraded" && strings.Contains(s.Error, "cls site login hpc")
+		})
+		t.Logf("degraded: %s", c.sites()["hpc"].Error)
+	}
+
+	c.must("cls", "site", "add", "hpc", "--type", "slurm", "--ssh", "hpc", "--openssh", "--connect", connect,
+		"--max", "1", "--walltime", "10m", "--idle", "3s")
+	if out := c.must("cls", "site", "list"); !strings.Contains(out, "hpc (openssh)") {
+		t.Errorf("cls site list does not say the site is reached with ssh:\n%s", out)
+	}
+	c.must("mqsub", "-q", "q", "j1", "echo one")
+	degraded("degraded until the user logs in")
+	login()
+	eventually(t, 2*time.Minute, "the first job done through the login", func() bool { return len(c.jobs("D")) == 1 })
+
+	if out, err := exec.Command(wrapper, "-o", "ControlPath="+controlPath, "-O", "exit", "hpc").CombinedOutput(); err != nil {
+		t.Fatalf("ssh -O exit: %v %s", err, out)
+	}
+	c.must("mqsub", "-q", "q", "j2", "echo two")
+	degraded("degraded once the login ended")
+	login()
+	eventually(t, 2*time.Minute, "the second job done after logging in again", func() bool { return len(c.jobs("D")) == 2 })
+}

@@ -321,6 +321,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 	if spec.OpenSSH {
 		cfg := site.OpenSSHFor(spec, login.ControlDir(s.home))
 		cfg.Program = os.Getenv("MQ_SSH") // as cls site login runs it
+		cfg.ForwardName = site.JobName(spec.Name, s.clsID)
 		dial = func(ctx context.Context) (login.Runner, error) { return login.DialOpenSSH(ctx, cfg) }
 	}
 	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,

@@ -19,9 +19,9 @@ import (
 // site: added with --openssh and a Host of the user's ssh config, it is
 // degraded, saying to log in, until cls site login answers once (through
 // SSH_ASKPASS, as a terminal would); the CLS's connections then ride on
-// that login, and a job runs (directly, and through a tunnel). When the
-// login ends the site says to log in again, and a second login brings it
-// back.
+// that login, and a job runs (directly, and through a tunnel), before
+// and after the CLS is killed and started again. When the login ends
+// the site says to log in again, and a second login brings it back.
 func TestOpenSSHSite(t *testing.T) {
 	need(t, "slurm")
 	for _, connect := range []string{"direct", "tunnel"} {
@@ -98,11 +98,41 @@ func openSSHSite(t *testing.T, connect string) {
 	login()
 	eventually(t, 2*time.Minute, "the first job done through the login", func() bool { return len(c.jobs("D")) == 1 })
 
+	done := 1
+	// A CLS killed and started again rides on the same login: the
+	// tunnel's forward, which the master kept, is taken up again, and
+	// the login (the master's session on the login host) is not ended
+	// as a stale one. (In direct mode the CLS's endpoint, on a port of
+	// its own choosing here, moves with the restart.)
+	if connect == "tunnel" {
+		restartKeepsLogin(t, c, wrapper, controlPath)
+		done++
+	}
+
 	if out, err := exec.Command(wrapper, "-o", "ControlPath="+controlPath, "-O", "exit", "hpc").CombinedOutput(); err != nil {
 		t.Fatalf("ssh -O exit: %v %s", err, out)
 	}
 	c.must("mqsub", "-q", "q", "j2", "echo two")
 	degraded("degraded once the login ended")
 	login()
-	eventually(t, 2*time.Minute, "the second job done after logging in again", func() bool { return len(c.jobs("D")) == 2 })
+	eventually(t, 2*time.Minute, "the next job done after logging in again", func() bool { return len(c.jobs("D")) == done+1 })
+}
+
+func restartKeepsLogin(t *testing.T, c *cls, wrapper, controlPath string) {
+	t.Helper()
+	master := func() string {
+		out, err := exec.Command(wrapper, "-o", "ControlPath="+controlPath, "-O", "check", "hpc").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ssh -O check: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	before := master()
+	c.kill()
+	c.restart()
+	c.must("mqsub", "-q", "q", "j1b", "echo again")
+	eventually(t, 2*time.Minute, "a job done after the CLS's restart", func() bool { return len(c.jobs("D")) == 2 })
+	if after := master(); after != before {
+		t.Fatalf("the login changed across the CLS's restart: %s, then %s", before, after)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +49,13 @@ type OpenSSHConfig struct {
 	// LoginHint is what to run to log in by hand (a master connection),
 	// said when the login host refused every way ssh had without asking.
 	LoginHint string
+	// ForwardName names a tunnel's reverse forward, the same for a site
+	// across restarts of the CLS: asked again of a master that outlived
+	// the CLS, the same forward is taken up, not refused.
+	ForwardName string
+	// Persist is how long a master the CLS started outlives the last
+	// connection on it; default 60 s.
+	Persist time.Duration
 }
 
 // ControlDir is where the master sockets of the CLS of home live:
@@ -103,11 +112,12 @@ func (c OpenSSHConfig) common() []string {
 	if c.Jump != "" {
 		a = append(a, "-J", c.Jump)
 	}
+	// ssh expands %-tokens in both.
 	if c.KeyFile != "" {
-		a = append(a, "-i", c.KeyFile)
+		a = append(a, "-i", strings.ReplaceAll(c.KeyFile, "%", "%%"))
 	}
 	if c.KnownHosts != "" {
-		a = append(a, "-o", "UserKnownHostsFile="+sshQuote(c.KnownHosts))
+		a = append(a, "-o", "UserKnownHostsFile="+sshQuote(strings.ReplaceAll(c.KnownHosts, "%", "%%")))
 	}
 	return a
 }
@@ -134,6 +144,13 @@ func (c OpenSSHConfig) timeout() time.Duration {
 	return c.Timeout
 }
 
+func (c OpenSSHConfig) persist() time.Duration {
+	if c.Persist <= 0 {
+		return 60 * time.Second
+	}
+	return c.Persist
+}
+
 func (c OpenSSHConfig) program() string {
 	if c.Program == "" {
 		return "ssh"
@@ -152,9 +169,10 @@ func sshQuote(p string) string {
 
 // OpenSSH is a connection to a login host through the system's ssh: a
 // master connection (the user's, from cls site login, or one it starts
-// itself where ssh logs in without asking), one ssh process per command
-// on it, and one SFTP session (ssh -s sftp) for files, whose end is the
-// connection's. It is safe for concurrent use.
+// where ssh logs in without asking, shared by the CLS's sites on that
+// login host), one ssh process per command on it, and one SFTP session
+// (ssh -s sftp) for files, whose end is the connection's. It is safe for
+// concurrent use.
 type OpenSSH struct {
 	cfg         OpenSSHConfig
 	path        string // the master's socket, as ssh -G expands it
@@ -164,9 +182,8 @@ type OpenSSH struct {
 	knownHosts []string
 	keyAddr    string
 
-	master *exec.Cmd // the master it started; nil when it rides on one it found
-	proc   *exec.Cmd // the SFTP session's ssh
-	sftp   *sftp.Client
+	proc *exec.Cmd // the SFTP session's ssh
+	sftp *sftp.Client
 
 	dead     chan struct{}
 	deadOnce sync.Once
@@ -187,7 +204,7 @@ var (
 // DialOpenSSH connects to the login host with the system's ssh: it rides
 // on the destination's master connection if one answers, else starts one
 // (which works where ssh logs in without asking: keys, the agent,
-// Kerberos), then opens the SFTP session.
+// Kerberos), then opens the SFTP session, which keeps the master up.
 func DialOpenSSH(ctx context.Context, cfg OpenSSHConfig) (*OpenSSH, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*cfg.timeout())
 	defer cancel()
@@ -286,42 +303,71 @@ func (s *OpenSSH) masterUp(ctx context.Context) bool {
 	return err == nil
 }
 
-// startMaster starts a master connection of its own and waits until it
-// answers. A socket no master answers (one killed) is removed first:
-// ssh would not bind over it.
+// startMaster starts a master connection, under a lock that makes the
+// dials of one destination at once (two sites on one login host, two
+// CLSes of the user) start one: the others find it. A socket no master
+// answers (one killed) is removed first: ssh would not bind over it. The
+// master goes to the background once logged in (-f), and ends Persist
+// after its last connection (ControlPersist): nothing of the CLS's stays
+// logged in to the login host once its sites are gone, or it is.
 func (s *OpenSSH) startMaster(ctx context.Context) error {
+	unlock, err := lockFile(ctx, s.path+".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if s.masterUp(ctx) {
+		return nil
+	}
 	if fi, err := os.Lstat(s.path); err == nil && fi.Mode().Type() == os.ModeSocket {
 		os.Remove(s.path)
 	}
-	cmd := exec.Command(s.cfg.program(), s.cfg.args(true, "-N", "-o", "ControlPersist=no", "--", s.cfg.Dest)...)
-	stderr := &capped{max: maxRunStderr}
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not stopped by the CLS's terminal's ^C before the CLS
-	if err := cmd.Start(); err != nil {
+	// A file, not a pipe: the master in the background holds no end of
+	// ours open.
+	errFile, err := os.CreateTemp(s.cfg.ControlDir, "login-*.err")
+	if err != nil {
 		return fmt.Errorf("openssh: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		select {
-		case err := <-exited:
-			return s.loginError(stderr.Bytes(), err)
-		case <-ctx.Done():
-			cmd.Process.Kill()
-			<-exited
+	defer os.Remove(errFile.Name())
+	defer errFile.Close()
+	persist := "ControlPersist=" + strconv.Itoa(max(1, int(s.cfg.persist().Seconds())))
+	cmd := exec.CommandContext(ctx, s.cfg.program(), s.cfg.args(true, "-f", "-N", "-o", persist, "--", s.cfg.Dest)...)
+	cmd.Stderr = errFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a ^C to the CLS's terminal is the CLS's
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
 			return &ConnError{fmt.Errorf("ssh %s: no answer within %v", s.cfg.Dest, 3*s.cfg.timeout())}
+		}
+		b, _ := io.ReadAll(io.NewSectionReader(errFile, 0, maxRunStderr))
+		return s.loginError(b, err)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock of path, waiting for it until ctx
+// ends, and returns its release.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("openssh: %w", err)
+	}
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("openssh: lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, &ConnError{fmt.Errorf("openssh: another dial of the same login host holds %s", path)}
 		case <-time.After(wait):
 		}
-		if s.masterUp(ctx) {
-			break
-		}
 	}
-	s.master = cmd
-	go func() {
-		<-exited
-		s.markDead()
-	}()
-	return nil
 }
 
 // loginError is why ssh could not log in, from what it printed.
@@ -402,8 +448,8 @@ func (s *OpenSSH) openSFTP(ctx context.Context) error {
 
 func (s *OpenSSH) markDead() { s.deadOnce.Do(func() { close(s.dead) }) }
 
-// Done is closed when the connection is gone: its SFTP session or the
-// master it started ended.
+// Done is closed when the connection is gone: its SFTP session ended
+// (with the master, if the master ended).
 func (s *OpenSSH) Done() <-chan struct{} { return s.dead }
 
 // Login is the user and host:port ssh resolved the destination to.
@@ -441,8 +487,9 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-	case errors.As(err, &ee) && ee.ExitCode() == 255:
-		// ssh's own failure: the connection.
+	case errors.As(err, &ee) && ee.ExitCode() == 255 && !s.masterUp(ctx):
+		// ssh's own failure: the connection. (With the master up, 255
+		// is the command's own status.)
 		return nil, &ConnError{fmt.Errorf("ssh %s: %s", s.cfg.Dest, sshMessage(stderr.Bytes(), err))}
 	case errors.As(err, &ee):
 		msg := firstLine(stderr.Bytes())
@@ -488,15 +535,13 @@ func (s *OpenSSH) Put(ctx context.Context, p string, data []byte, mode os.FileMo
 	return wrote, err
 }
 
-// Cut ends the connection at once: its SFTP session and the master it
-// started, if any. The next use dials anew.
+// Cut ends the connection at once: its SFTP session. The next use dials
+// anew (on the master, if it still answers: one stalled ends at its
+// keepalive's limit).
 func (s *OpenSSH) Cut() {
 	s.markDead()
 	if s.proc != nil {
 		s.proc.Process.Kill()
-	}
-	if s.master != nil {
-		s.master.Process.Kill()
 	}
 }
 
@@ -511,8 +556,13 @@ func (s *OpenSSH) Forward(bind string, dial func() (net.Conn, error)) (int, erro
 	if err := s.readHostKey(ctx); err != nil {
 		return 0, err
 	}
-	sock := filepath.Join(s.cfg.ControlDir, "fwd-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36))
-	os.Remove(sock)
+	name := s.cfg.ForwardName
+	if name == "" {
+		name = strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	sum := sha256.Sum256([]byte(name))
+	sock := filepath.Join(s.cfg.ControlDir, "fwd-"+hex.EncodeToString(sum[:8]))
+	os.Remove(sock) // an earlier CLS's
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return 0, fmt.Errorf("reverse forward: %w", err)
@@ -634,9 +684,8 @@ func (s *OpenSSH) HostKey() ssh.PublicKey {
 	return s.hostKey
 }
 
-// Close ends the connection: the forwards it asked for are cancelled (a
-// master it found outlives it), the SFTP session and a master it started
-// end.
+// Close ends the connection: the forwards it asked for are cancelled
+// (the master outlives it), and its SFTP session ends.
 func (s *OpenSSH) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -646,12 +695,10 @@ func (s *OpenSSH) Close() error {
 	s.closed = true
 	fw, lns := s.forwards, s.listeners
 	s.mu.Unlock()
-	if s.master == nil {
-		for _, spec := range fw {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout())
-			s.ssh(ctx, nil, s.cfg.args(false, "-O", "cancel", "-R", spec, "--", s.cfg.Dest)...)
-			cancel()
-		}
+	for _, spec := range fw {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout())
+		s.ssh(ctx, nil, s.cfg.args(false, "-O", "cancel", "-R", spec, "--", s.cfg.Dest)...)
+		cancel()
 	}
 	for _, ln := range lns {
 		ln.Close()
@@ -661,15 +708,6 @@ func (s *OpenSSH) Close() error {
 	}
 	if s.proc != nil {
 		s.proc.Process.Kill()
-	}
-	if s.master != nil {
-		// Asked, it exits at once and removes its socket (a signal
-		// waits for its next keepalive).
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, _, err := s.ssh(ctx, nil, s.cfg.args(false, "-O", "exit", "--", s.cfg.Dest)...); err != nil {
-			s.master.Process.Kill()
-		}
-		cancel()
 	}
 	s.markDead()
 	return nil

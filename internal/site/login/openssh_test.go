@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,9 +159,10 @@ func TestOpenSSHRidesOnMaster(t *testing.T) {
 		t.Fatalf("ssh %v: %v: %s", login.Args, err, out)
 	}
 	t.Cleanup(func() { exec.Command(cfg.Program, cfg.args(false, "-O", "exit", "--", cfg.Dest)...).Run() })
+	pid := masterPID(t, cfg)
 	s := dialOpenSSH(t, noKey)
-	if s.master != nil {
-		t.Fatal("dial started a master of its own beside the user's")
+	if got := masterPID(t, cfg); got != pid {
+		t.Fatalf("the master is pid %d after the dial, the user's was %d", got, pid)
 	}
 	if out, err := s.Run(context.Background(), "echo rode"); err != nil || string(out) != "rode\n" {
 		t.Fatalf("Run on the user's master = %q, %v", out, err)
@@ -178,14 +181,32 @@ func TestOpenSSHRidesOnMaster(t *testing.T) {
 	}
 }
 
-// A master the connection started ends with it: nothing of the CLS's
-// stays logged in to the login host once the site is gone, and its
-// socket is gone too.
-func TestOpenSSHCloseEndsOwnMaster(t *testing.T) {
+// masterPID is the pid of the master connection to cfg's destination,
+// as ssh -O check says it; 0 if none answers.
+func masterPID(t *testing.T, cfg OpenSSHConfig) int {
+	t.Helper()
+	out, err := exec.Command(cfg.Program, cfg.args(false, "-O", "check", "--", cfg.Dest)...).CombinedOutput()
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(out), "pid=")
+	pid, err := strconv.Atoi(strings.TrimRight(strings.TrimSpace(rest), ")"))
+	if !ok || err != nil {
+		t.Fatalf("ssh -O check said %q", out)
+	}
+	return pid
+}
+
+// A master the CLS started ends its Persist after the last connection on
+// it: nothing of the CLS's stays logged in to the login host once its
+// sites are gone. One killed (with the CLS, say) leaves a socket that is
+// not in the way of the next.
+func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	_, cfg := openSSHLogin(t)
+	cfg.Persist = time.Second
 	s := dialOpenSSH(t, cfg)
-	if s.master == nil {
-		t.Fatal("no master of its own")
+	if masterPID(t, cfg) == 0 {
+		t.Fatal("no master answers while the connection is up")
 	}
 	s.Close()
 	select {
@@ -193,25 +214,77 @@ func TestOpenSSHCloseEndsOwnMaster(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not done 30 s after Close")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Lstat(s.path); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the master's socket %s is still there 30 s after Close", s.path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// A socket left by a master killed (the CLS killed with it) is not
-	// in the way of the next.
+	eventually(t, "the master gone after its last use", func() bool {
+		_, err := os.Lstat(s.path)
+		return masterPID(t, cfg) == 0 && errors.Is(err, os.ErrNotExist)
+	})
+
 	s2 := dialOpenSSH(t, cfg)
-	s2.master.Process.Kill()
-	<-s2.Done()
+	pid := masterPID(t, cfg)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s2.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("not done 30 s after its master was killed")
+	}
+	if _, err := os.Lstat(s2.path); err != nil {
+		t.Fatalf("the killed master left no socket behind (%v): this test no longer tests what it says", err)
+	}
 	s3 := dialOpenSSH(t, cfg)
 	if out, err := s3.Run(context.Background(), "echo again"); err != nil || string(out) != "again\n" {
 		t.Fatalf("Run after a killed master = %q, %v", out, err)
 	}
+}
+
+// Sites on one login host dial it at once (the CLS's start): one master
+// is started, and every connection rides on it.
+func TestOpenSSHDialsAtOnceShareAMaster(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	const n = 4
+	errs := make(chan error, n)
+	conns := make(chan *OpenSSH, n)
+	for range n {
+		go func() {
+			s, err := DialOpenSSH(context.Background(), cfg)
+			if err == nil {
+				conns <- s
+				_, err = s.Run(context.Background(), "true")
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		s := <-conns
+		t.Cleanup(func() { s.Close() })
+	}
+	if masters := mastersOf(t, cfg); masters != 1 {
+		t.Fatalf("%d master processes for one login host, want 1", masters)
+	}
+}
+
+// mastersOf counts the ssh processes that are masters of cfg's login host.
+func mastersOf(t *testing.T, cfg OpenSSHConfig) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if slices.Contains(args, "ControlMaster=yes") && slices.Contains(args, strconv.Itoa(cfg.Port)) {
+			n++
+		}
+	}
+	return n
 }
 
 // The login host's key is checked strictly, whatever the user's config

@@ -337,7 +337,7 @@ func (s *OpenSSH) startMaster(ctx context.Context) error {
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return &ConnError{fmt.Errorf("ssh %s: no answer within %v", s.cfg.Dest, 3*s.cfg.timeout())}
+			return fmt.Errorf("cannot reach the login host with ssh %s: no login within %v", s.cfg.Dest, 3*s.cfg.timeout())
 		}
 		b, _ := io.ReadAll(io.NewSectionReader(errFile, 0, maxRunStderr))
 		return s.loginError(b, err)
@@ -364,7 +364,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, &ConnError{fmt.Errorf("openssh: another dial of the same login host holds %s", path)}
+			return nil, fmt.Errorf("openssh: another dial of the same login host holds %s", path)
 		case <-time.After(wait):
 		}
 	}
@@ -385,7 +385,7 @@ func (s *OpenSSH) loginError(stderr []byte, err error) error {
 	case strings.Contains(msg, "Host key verification failed"), strings.Contains(msg, "No ") && strings.Contains(msg, "host key is known"):
 		return fmt.Errorf("%w: ssh %s: %s (ssh %s once and check the key it shows)", ErrHostUnknown, s.cfg.Dest, msg, s.cfg.Dest)
 	}
-	return &ConnError{fmt.Errorf("ssh %s: %s", s.cfg.Dest, msg)}
+	return fmt.Errorf("cannot reach the login host with ssh %s: %s", s.cfg.Dest, strings.TrimPrefix(msg, "ssh: "))
 }
 
 // sshMessage is the line of ssh's stderr that says why it failed: the
@@ -434,7 +434,7 @@ func (s *OpenSSH) openSFTP(ctx context.Context) error {
 		cmd.Process.Kill()
 		werr := <-exited
 		if ctx.Err() != nil {
-			return &ConnError{fmt.Errorf("ssh %s: no SFTP session within %v", s.cfg.Dest, 3*s.cfg.timeout())}
+			return fmt.Errorf("ssh %s: no SFTP session within %v", s.cfg.Dest, 3*s.cfg.timeout())
 		}
 		return s.loginError(stderr.Bytes(), cmp.Or(werr, err))
 	}

@@ -306,6 +306,23 @@ func TestOpenSSHHostKey(t *testing.T) {
 	}
 }
 
+// A login host ssh cannot reach is said as such, in ssh's words, not as
+// a connection lost.
+func TestOpenSSHUnreachable(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	_, err = DialOpenSSH(context.Background(), cfg)
+	var ce *ConnError
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot reach the login host with ssh u@127.0.0.1: connect to host 127.0.0.1 port") || errors.As(err, &ce) {
+		t.Fatalf("dial of a port nothing listens on = %v", err)
+	}
+}
+
 // A tunnel's reverse forward through the master: a connection to the
 // port on the login host reaches what dial gives, and the login host's
 // key, read there, is what placeholders pin.

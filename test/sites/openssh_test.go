@@ -19,9 +19,10 @@ import (
 // site: added with --openssh and a Host of the user's ssh config, it is
 // degraded, saying to log in, until cls site login answers once (through
 // SSH_ASKPASS, as a terminal would); the CLS's connections then ride on
-// that login, and a job runs (directly, and through a tunnel), before
-// and after the CLS is killed and started again. When the login ends
-// the site says to log in again, and a second login brings it back.
+// that login, and a job runs (directly, and through a tunnel, where it
+// does again after the CLS is killed and started). When the login ends
+// (cls site logout) the site says to log in again, and a second login
+// brings it back.
 func TestOpenSSHSite(t *testing.T) {
 	need(t, "slurm")
 	for _, connect := range []string{"direct", "tunnel"} {
@@ -109,8 +110,14 @@ func openSSHSite(t *testing.T, connect string) {
 		done++
 	}
 
-	if out, err := exec.Command(wrapper, "-o", "ControlPath="+controlPath, "-O", "exit", "hpc").CombinedOutput(); err != nil {
-		t.Fatalf("ssh -O exit: %v %s", err, out)
+	if out := c.must("cls", "site", "login", "hpc"); !strings.Contains(out, "already logged in to site hpc") {
+		t.Errorf("cls site login while logged in said %q", out)
+	}
+	if out := c.must("cls", "site", "logout", "hpc"); out != "logged out of site hpc\n" {
+		t.Errorf("cls site logout said %q", out)
+	}
+	if _, err := c.run("cls", "site", "logout", "hpc"); err == nil || !strings.Contains(err.Error(), "not logged in to site hpc") {
+		t.Errorf("cls site logout when logged out: %v", err)
 	}
 	c.must("mqsub", "-q", "q", "j2", "echo two")
 	degraded("degraded once the login ended")

@@ -34,6 +34,7 @@ func clsSite(env mqcli.Env) *cli.Command {
 			siteAdd(env),
 			siteSet(env),
 			siteLogin(env),
+			siteLogout(env),
 			{
 				Name:  "list",
 				Usage: "list sites with their placeholders (queued, running, exited) and batch queue wait",

@@ -133,6 +133,12 @@ func (c OpenSSHConfig) LoginArgs() []string {
 	return append(append(a, c.common()...), "--", c.Dest)
 }
 
+// ControlArgs are ssh's arguments that ask the destination's master
+// connection to do op (ssh -O: check, exit).
+func (c OpenSSHConfig) ControlArgs(op string) []string {
+	return c.args(false, "-O", op, "--", c.Dest)
+}
+
 func (c OpenSSHConfig) controlPath() string {
 	return sshQuote(strings.ReplaceAll(c.ControlDir, "%", "%%") + "/%C")
 }

@@ -32,7 +32,8 @@ import (
 type Remote struct {
 	Spec  protocol.SiteSpec
 	Batch batch.System
-	// Dial connects to the login host (DialSSH in production).
+	// Dial connects to the login host (login.DialSSH, or login.DialOpenSSH
+	// for a site added with --openssh).
 	Dial func(ctx context.Context) (login.Runner, error)
 	// Agent returns the path of an agent binary for a platform.
 	Agent func(goos, goarch string) (string, error)
@@ -531,7 +532,7 @@ func (s *Remote) Submit(ctx context.Context, n int) ([]string, error) {
 
 // submitLoop runs cmd n times, each submission's output followed by an
 // empty line, stopping at the first failure. It starts with cmd itself: a
-// failure is named by the command that failed (login.Runner errors name the
+// failure is named by the command that failed (a Runner's errors name the
 // command's first word; "i=0;" said nothing of sbatch refusing a partition).
 func submitLoop(cmd string, n int) string {
 	return cmd + " || exit $?; echo; i=1; while [ $i -lt " + strconv.Itoa(n) + " ]; do " + cmd + " || exit $?; echo; i=$((i+1)); done"

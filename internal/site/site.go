@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/site/login"
 	"net"
 	"path"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/site/login"
 	"io/fs"
 	"log/slog"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/mq-hpc/mq/internal/placeholder/spool"
+	"github.com/mq-hpc/mq/internal/site/login"
 )
 
 // SpoolEvery is how often the CLS looks at a site's spool again while its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/site/login"
 	"net"
 	"path"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mq-hpc/mq/internal/site/login"
 )
 
 // openTunnel makes the way in for tunnel mode and returns the agent's

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/internal/site/login"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/site/login"
 )
 
 // fakePS puts a ps first on PATH that answers `ps -o FIELD= -p PID` from

@@ -89,8 +89,10 @@ func openSSHSite(t *testing.T, connect string) {
 		t.Logf("degraded: %s", c.sites()["hpc"].Error)
 	}
 
-	c.must("cls", "site", "add", "hpc", "--type", "slurm", "--ssh", "hpc", "--openssh", "--connect", connect,
-		"--max", "1", "--walltime", "10m", "--idle", "3s")
+	if out := c.must("cls", "site", "add", "hpc", "--type", "slurm", "--ssh", "hpc", "--openssh", "--connect", connect,
+		"--max", "1", "--walltime", "10m", "--idle", "3s"); !strings.HasSuffix(out, "log in once with: cls site login hpc\n") {
+		t.Errorf("cls site add --openssh does not say how to log in:\n%s", out)
+	}
 	if out := c.must("cls", "site", "list"); !strings.Contains(out, "hpc (openssh)") {
 		t.Errorf("cls site list does not say the site is reached with ssh:\n%s", out)
 	}

@@ -226,6 +226,9 @@ func siteAdd(env mqcli.Env) *cli.Command {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "added site %s (%s)\n", protocol.Printable(si.Name), protocol.Printable(si.Type))
+			if spec.OpenSSH {
+				fmt.Fprintf(c.App.Writer, "if its login host asks for a password or a one-time code, log in once with: cls site login %s\n", protocol.Printable(si.Name))
+			}
 			return nil
 		},
 	}

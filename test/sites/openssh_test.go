@@ -19,8 +19,9 @@ import (
 // site: added with --openssh and a Host of the user's ssh config, it is
 // degraded, saying to log in, until cls site login answers once (through
 // SSH_ASKPASS, as a terminal would); the CLS's connections then ride on
-// that login, and a job runs (directly, and through a tunnel, where it
-// does again after the CLS is killed and started). When the login ends
+// that login, a job runs (directly, and through a tunnel, where it does
+// again after the CLS is killed and started), and a job's input and
+// output are staged over ssh's SFTP session. When the login ends
 // (cls site logout) the site says to log in again, and a second login
 // brings it back.
 func TestOpenSSHSite(t *testing.T) {
@@ -101,7 +102,18 @@ func openSSHSite(t *testing.T, connect string) {
 	login()
 	eventually(t, 2*time.Minute, "the first job done through the login", func() bool { return len(c.jobs("D")) == 1 })
 
-	done := 1
+	// Files staged there and back go over ssh's SFTP session.
+	if err := os.WriteFile(filepath.Join(c.work, "params.txt"), []byte("alpha=0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.must("mqsub", "-q", "q", "--in", "params.txt", "--out", "staged.out", "staged", "cat params.txt > staged.out")
+	eventually(t, 2*time.Minute, "the job with a staged input done", func() bool { return len(c.jobs("D")) == 2 })
+	dest := filepath.Join(t.TempDir(), "staged.out")
+	c.must("cls", "files", "get", "staged.out", dest)
+	if got, err := os.ReadFile(dest); err != nil || string(got) != "alpha=0.5\n" {
+		t.Fatalf("the staged job's output came back as %q, %v", got, err)
+	}
+	done := 2
 	// A CLS killed and started again rides on the same login: the
 	// tunnel's forward, which the master kept, is taken up again, and
 	// the login (the master's session on the login host) is not ended
@@ -140,7 +152,7 @@ func restartKeepsLogin(t *testing.T, c *cls, wrapper, controlPath string) {
 	c.kill()
 	c.restart()
 	c.must("mqsub", "-q", "q", "j1b", "echo again")
-	eventually(t, 2*time.Minute, "a job done after the CLS's restart", func() bool { return len(c.jobs("D")) == 2 })
+	eventually(t, 2*time.Minute, "a job done after the CLS's restart", func() bool { return len(c.jobs("D")) == 3 })
 	if after := master(); after != before {
 		t.Fatalf("the login changed across the CLS's restart: %s, then %s", before, after)
 	}

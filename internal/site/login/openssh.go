@@ -286,6 +286,13 @@ func (s *OpenSSH) resolve(ctx context.Context) error {
 	if s.path == "" || s.user == "" || host == "" || port == "" {
 		return fmt.Errorf("ssh -G %s: no controlpath, user, hostname or port in its answer", s.cfg.Dest)
 	}
+	// The user and host go into placeholders' batch scripts (tunnel
+	// mode) and messages: one word each.
+	for _, v := range []string{s.user, host, port} {
+		if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'\\$`;&|<>()", r) }) {
+			return fmt.Errorf("ssh -G %s: the user, host name or port it gives, %q, is not one plain word", s.cfg.Dest, protocol.ClipText(v, 100))
+		}
+	}
 	if len(s.path)+17 >= maxSocketPath { // ssh adds 17 while it binds
 		return fmt.Errorf("openssh: the master socket path %s is too long for a Unix socket", s.path)
 	}

@@ -323,6 +323,22 @@ func TestOpenSSHUnreachable(t *testing.T) {
 	}
 }
 
+// The user and host ssh resolves the destination to go into batch
+// scripts: a config that makes one of them more than a plain word is
+// refused, saying so.
+func TestOpenSSHRefusesOddLogin(t *testing.T) {
+	_, cfg := openSSHLogin(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	os.WriteFile(conf, []byte("Host *\n  User x;y"), 0o600)
+	wrapper := filepath.Join(dir, "sshwrap")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec ssh -F "+conf+" \"$@\"\n"), 0o700)
+	cfg.Program, cfg.Dest = wrapper, "127.0.0.1"
+	if _, err := DialOpenSSH(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "is not one plain word") {
+		t.Fatalf("dial as a user named x;y = %v", err)
+	}
+}
+
 // A tunnel's reverse forward through the master: a connection to the
 // port on the login host reaches what dial gives, and the login host's
 // key, read there, is what placeholders pin.

@@ -322,7 +322,14 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		cfg := site.OpenSSHFor(spec, login.ControlDir(s.home))
 		cfg.Program = os.Getenv("MQ_SSH") // as cls site login runs it
 		cfg.ForwardName = site.JobName(spec.Name, s.clsID)
-		dial = func(ctx context.Context) (login.Runner, error) { return login.DialOpenSSH(ctx, cfg) }
+		d := &login.OpenSSHDialer{Config: cfg}
+		dial = func(ctx context.Context) (login.Runner, error) {
+			s, err := d.Dial(ctx)
+			if err != nil {
+				return nil, err // not a nil *OpenSSH in a Runner
+			}
+			return s, nil
+		}
 	}
 	r := &site.Remote{Spec: spec, Batch: site.ForType(spec.Type), Key: key, HostKey: s.hostFP,
 		JobName: site.JobName(spec.Name, s.clsID), Dir: ".mq-sites/" + s.clsID, Log: s.log,

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -212,6 +213,35 @@ var (
 // (which works where ssh logs in without asking: keys, the agent,
 // Kerberos), then opens the SFTP session, which keeps the master up.
 func DialOpenSSH(ctx context.Context, cfg OpenSSHConfig) (*OpenSSH, error) {
+	return dialOpenSSH(ctx, cfg, nil)
+}
+
+// OpenSSHDialer dials one site's login host as DialOpenSSH does, but
+// once the login host has refused a login of the CLS's own it tries none
+// again (each is a failed login there, and centres ban an address after
+// a run of them) until a master answers: the user's, from cls site
+// login. Until then a dial is local (ssh -G, ssh -O check) and returns
+// the refusal.
+type OpenSSHDialer struct {
+	Config  OpenSSHConfig
+	refused atomic.Pointer[error]
+}
+
+// Dial connects to the login host (DialOpenSSH).
+func (d *OpenSSHDialer) Dial(ctx context.Context) (*OpenSSH, error) {
+	s, err := dialOpenSSH(ctx, d.Config, d.refused.Load())
+	switch {
+	case err == nil:
+		d.refused.Store(nil)
+	case errors.Is(err, errOpenSSHAuth):
+		d.refused.Store(&err)
+	}
+	return s, err
+}
+
+// dialOpenSSH is DialOpenSSH; with refused set, it starts no master of
+// its own and returns *refused where none answers.
+func dialOpenSSH(ctx context.Context, cfg OpenSSHConfig, refused *error) (*OpenSSH, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*cfg.timeout())
 	defer cancel()
 	if err := PrivateControlDir(cfg.ControlDir); err != nil {
@@ -222,6 +252,9 @@ func DialOpenSSH(ctx context.Context, cfg OpenSSHConfig) (*OpenSSH, error) {
 		return nil, err
 	}
 	if !s.masterUp(ctx) {
+		if refused != nil {
+			return nil, *refused
+		}
 		if err := s.startMaster(ctx); err != nil {
 			return nil, err
 		}
@@ -390,7 +423,7 @@ func (s *OpenSSH) loginError(stderr []byte, err error) error {
 	case strings.Contains(msg, "Permission denied"):
 		hint := ""
 		if s.cfg.LoginHint != "" {
-			hint = "; log in by hand, once, with: " + s.cfg.LoginHint
+			hint = "; log in by hand, once, with: " + s.cfg.LoginHint + " (the CLS tries no login of its own again until then)"
 		}
 		return fmt.Errorf("%w: ssh %s: %s%s", errOpenSSHAuth, s.cfg.Dest, strings.TrimSuffix(msg, "."), hint)
 	case strings.Contains(msg, "REMOTE HOST IDENTIFICATION HAS CHANGED"), strings.Contains(msg, "Host key for") && strings.Contains(msg, "has changed"):

@@ -47,7 +47,7 @@ func openSSHLogin(t *testing.T) (*sftpLogin, OpenSSHConfig) {
 		ControlDir: ControlDir(dir), Program: wrapper, Timeout: 20 * time.Second, LoginHint: "cls site login s"}
 }
 
-func dialOpenSSH(t *testing.T, cfg OpenSSHConfig) *OpenSSH {
+func mustDial(t *testing.T, cfg OpenSSHConfig) *OpenSSH {
 	t.Helper()
 	s, err := DialOpenSSH(context.Background(), cfg)
 	if err != nil {
@@ -63,7 +63,7 @@ func dialOpenSSH(t *testing.T, cfg OpenSSHConfig) *OpenSSH {
 // in as, as ssh resolved the destination.
 func TestOpenSSHRunPut(t *testing.T) {
 	_, cfg := openSSHLogin(t)
-	s := dialOpenSSH(t, cfg)
+	s := mustDial(t, cfg)
 	ctx := context.Background()
 
 	out, err := s.Run(ctx, "echo out; echo why >&2; exit 3")
@@ -104,7 +104,7 @@ func TestOpenSSHRunPut(t *testing.T) {
 // client's are (withSession): the ssh process's end ends its session.
 func TestOpenSSHRunCancelKillsCommand(t *testing.T) {
 	_, cfg := openSSHLogin(t)
-	s := dialOpenSSH(t, cfg)
+	s := mustDial(t, cfg)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -145,7 +145,7 @@ func TestOpenSSHRidesOnMaster(t *testing.T) {
 	noKey := cfg
 	noKey.KeyFile = filepath.Join(t.TempDir(), "absent")
 	_, err := DialOpenSSH(context.Background(), noKey)
-	if !Permanent(err) || !strings.Contains(err.Error(), "Permission denied") || !strings.HasSuffix(err.Error(), "log in by hand, once, with: cls site login s") {
+	if !Permanent(err) || !strings.Contains(err.Error(), "Permission denied") || !strings.Contains(err.Error(), "log in by hand, once, with: cls site login s (") {
 		t.Fatalf("dial without a key = %v; want a permanent Permission denied saying cls site login", err)
 	}
 
@@ -160,7 +160,7 @@ func TestOpenSSHRidesOnMaster(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command(cfg.Program, cfg.args(false, "-O", "exit", "--", cfg.Dest)...).Run() })
 	pid := masterPID(t, cfg)
-	s := dialOpenSSH(t, noKey)
+	s := mustDial(t, noKey)
 	if got := masterPID(t, cfg); got != pid {
 		t.Fatalf("the master is pid %d after the dial, the user's was %d", got, pid)
 	}
@@ -197,6 +197,57 @@ func masterPID(t *testing.T, cfg OpenSSHConfig) int {
 	return pid
 }
 
+// A login host that refused the CLS's own login is not asked again
+// (each try is a failed login there, and centres ban an address after a
+// run of them) until the user's login answers; once that ends, one try
+// again, then none.
+func TestOpenSSHDialerTriesOneLogin(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	logged := filepath.Join(dir, "logged")
+	os.WriteFile(logged, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\nexec "+cfg.Program+" \"$@\"\n"), 0o700)
+	logins := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "ControlMaster=yes")
+	}
+	noKey := cfg
+	noKey.Program, noKey.KeyFile = logged, filepath.Join(dir, "absent")
+	d := &OpenSSHDialer{Config: noKey}
+	tries := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := d.Dial(context.Background()); !Permanent(err) {
+				t.Fatalf("dial without a login = %v, want the refusal", err)
+			}
+		}
+	}
+	tries(3)
+	if n := logins(); n != 1 {
+		t.Fatalf("3 dials tried %d logins of their own, want 1", n)
+	}
+
+	if err := PrivateControlDir(cfg.ControlDir); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cfg.Program, append([]string{"-o", "BatchMode=yes", "-i", l.keyFile}, cfg.LoginArgs()...)...).CombinedOutput(); err != nil {
+		t.Fatalf("the user's login: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(cfg.Program, cfg.ControlArgs("exit")...).Run() })
+	s, err := d.Dial(context.Background())
+	if err != nil {
+		t.Fatalf("dial with the user's login up: %v", err)
+	}
+	s.Close()
+	if out, err := exec.Command(cfg.Program, cfg.ControlArgs("exit")...).CombinedOutput(); err != nil {
+		t.Fatalf("ssh -O exit: %v %s", err, out)
+	}
+	tries(3)
+	if n := logins(); n != 2 {
+		t.Fatalf("after the user's login ended, %d logins of its own in all, want 2", n)
+	}
+}
+
 // A master the CLS started ends its Persist after the last connection on
 // it: nothing of the CLS's stays logged in to the login host once its
 // sites are gone. One killed (with the CLS, say) leaves a socket that is
@@ -204,7 +255,7 @@ func masterPID(t *testing.T, cfg OpenSSHConfig) int {
 func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	_, cfg := openSSHLogin(t)
 	cfg.Persist = time.Second
-	s := dialOpenSSH(t, cfg)
+	s := mustDial(t, cfg)
 	if masterPID(t, cfg) == 0 {
 		t.Fatal("no master answers while the connection is up")
 	}
@@ -219,7 +270,7 @@ func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 		return masterPID(t, cfg) == 0 && errors.Is(err, os.ErrNotExist)
 	})
 
-	s2 := dialOpenSSH(t, cfg)
+	s2 := mustDial(t, cfg)
 	pid := masterPID(t, cfg)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -232,7 +283,7 @@ func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	if _, err := os.Lstat(s2.path); err != nil {
 		t.Fatalf("the killed master left no socket behind (%v): this test no longer tests what it says", err)
 	}
-	s3 := dialOpenSSH(t, cfg)
+	s3 := mustDial(t, cfg)
 	if out, err := s3.Run(context.Background(), "echo again"); err != nil || string(out) != "again\n" {
 		t.Fatalf("Run after a killed master = %q, %v", out, err)
 	}
@@ -344,7 +395,7 @@ func TestOpenSSHRefusesOddLogin(t *testing.T) {
 // key, read there, is what placeholders pin.
 func TestOpenSSHForward(t *testing.T) {
 	l, cfg := openSSHLogin(t)
-	s := dialOpenSSH(t, cfg)
+	s := mustDial(t, cfg)
 	far, near := net.Pipe()
 	defer far.Close()
 	dialed := make(chan struct{}, 1)

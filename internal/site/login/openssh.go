@@ -1,6 +1,7 @@
 package login
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/ed25519"
@@ -537,6 +538,11 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		// ssh's own failure: the connection. (With the master up, 255
 		// is the command's own status.)
 		return nil, &ConnError{fmt.Errorf("ssh %s: %s", s.cfg.Dest, sshMessage(stderr.Bytes(), err))}
+	case errors.As(err, &ee) && ee.ExitCode() == 255 && refusedSession(stderr.Bytes()):
+		// The master is up but sshd refused it another session, and
+		// the connection ssh then tried on its own failed.
+		return nil, fmt.Errorf("%s: the login host refused another session on the ssh connection that every site on it shares (sshd's MaxSessions, 10 by default), and ssh could not log in on its own: %s",
+			CommandName(cmd), sshMessage(stderr.Bytes(), err))
 	case errors.As(err, &ee):
 		msg := firstLine(stderr.Bytes())
 		if msg == "" {
@@ -550,6 +556,12 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, fmt.Errorf("%s printed more than %d bytes", CommandName(cmd), maxRunStdout)
 	}
 	return stdout.Bytes(), nil
+}
+
+// refusedSession says whether ssh's stderr says the master could not
+// open a session (sshd's MaxSessions).
+func refusedSession(stderr []byte) bool {
+	return bytes.Contains(stderr, []byte("Session open refused by peer")) || bytes.Contains(stderr, []byte("administratively prohibited"))
 }
 
 // SFTP is the connection's SFTP session.

@@ -390,6 +390,47 @@ func TestOpenSSHRefusesOddLogin(t *testing.T) {
 	}
 }
 
+// Every site on one login host shares its master connection, so sshd's
+// MaxSessions counts their sessions together. A command the master
+// cannot open a session for falls back to a connection of its own (ssh
+// does that): where ssh logs in without asking it runs; where only the
+// user's login can, it fails saying MaxSessions, not only ssh's words.
+func TestOpenSSHMaxSessions(t *testing.T) {
+	for _, keyed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "keys", false: "login by hand"}[keyed], func(t *testing.T) {
+			l, cfg := openSSHLogin(t)
+			l.maxSessions.Store(2) // the SFTP session and one command
+			if !keyed {
+				if err := PrivateControlDir(cfg.ControlDir); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := exec.Command(cfg.Program, append([]string{"-o", "BatchMode=yes"}, cfg.LoginArgs()...)...).CombinedOutput(); err != nil {
+					t.Fatalf("the user's login: %v %s", err, out)
+				}
+				t.Cleanup(func() { exec.Command(cfg.Program, cfg.ControlArgs("exit")...).Run() })
+				cfg.KeyFile = filepath.Join(t.TempDir(), "absent")
+			}
+			s := mustDial(t, cfg)
+			started := filepath.Join(t.TempDir(), "started")
+			done := async(func() error {
+				_, err := s.Run(context.Background(), "touch "+started+"; sleep 3")
+				return err
+			})
+			eventually(t, "the first command running", func() bool { _, err := os.Stat(started); return err == nil })
+			out, err := s.Run(context.Background(), "echo second")
+			switch {
+			case keyed && (err != nil || string(out) != "second\n"):
+				t.Errorf("a command beyond MaxSessions, with keys = %q, %v; want it run on a connection of its own", out, err)
+			case !keyed && (err == nil || !strings.Contains(err.Error(), "sshd's MaxSessions")):
+				t.Errorf("a command beyond MaxSessions, with only the user's login = %v; want an error saying MaxSessions", err)
+			}
+			if err := returned(t, done, "the first command"); err != nil {
+				t.Fatalf("the first command: %v", err)
+			}
+		})
+	}
+}
+
 // A tunnel's reverse forward through the master: a connection to the
 // port on the login host reaches what dial gives, and the login host's
 // key, read there, is what placeholders pin.

@@ -48,6 +48,9 @@ type sftpLogin struct {
 	sftpFreezeAt atomic.Int64
 	frozen       atomic.Bool
 	thaw         chan struct{}
+	// maxSessions, if set, refuses a session channel beyond that many
+	// open on one connection, as sshd's MaxSessions does.
+	maxSessions atomic.Int32
 }
 
 // freezing is an SFTP session's channel as its server reads it
@@ -167,6 +170,7 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 			}
 		}
 	}()
+	var open atomic.Int32 // session channels open on this connection
 	for nch := range chans {
 		if l.stall.Load() {
 			continue
@@ -175,11 +179,17 @@ func (l *sftpLogin) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 			nch.Reject(ssh.UnknownChannelType, "session only")
 			continue
 		}
+		if max := l.maxSessions.Load(); max > 0 && open.Load() >= max {
+			nch.Reject(ssh.Prohibited, "open failed")
+			continue
+		}
 		ch, creqs, err := nch.Accept()
 		if err != nil {
 			continue
 		}
+		open.Add(1)
 		go func() {
+			defer open.Add(-1) // creqs ends with the channel
 			for r := range creqs {
 				if r.Type == "exec" && l.exec != nil && len(r.Payload) > 4 {
 					r.Reply(true, nil)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -269,23 +270,30 @@ func dialOpenSSH(ctx context.Context, cfg OpenSSHConfig, refused *error) (*OpenS
 
 // PrivateControlDir makes dir, where master sockets live, the user's
 // alone: whoever can connect to a master runs commands as the user on
-// the login host.
+// the login host. A dir that is not the user's, or is a link (another
+// user's, in the temporary directory), is refused before anything is
+// done to it.
 func PrivateControlDir(dir string) error {
 	if dir == "" || strings.ContainsAny(dir, "\"'\n") {
 		return fmt.Errorf("openssh: bad socket directory %q", dir)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("openssh: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("openssh: %w", err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("openssh: %w", err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || (ok && int(st.Uid) != os.Getuid()) {
-		return fmt.Errorf("openssh: %s is not a directory of this user's", dir)
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("openssh: %s is not a directory of this user's (a link, or another user's): remove it", dir)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("openssh: %w", err)
+		}
 	}
 	return nil
 }

@@ -521,3 +521,40 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// The socket directory is the user's alone: made 0700, made private
+// again if it was opened, and refused, untouched, where it is a link
+// (another user's, in the temporary directory, aimed at a directory of
+// this user's) or not a directory.
+func TestPrivateControlDir(t *testing.T) {
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "fresh")
+	if err := PrivateControlDir(fresh); err != nil {
+		t.Fatal(err)
+	}
+	opened := filepath.Join(dir, "opened")
+	os.Mkdir(opened, 0o755)
+	if err := PrivateControlDir(opened); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{fresh, opened} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want a directory of mode 0700", d, fi.Mode(), err)
+		}
+	}
+	target := filepath.Join(dir, "target")
+	os.Mkdir(target, 0o755)
+	link := filepath.Join(dir, "link")
+	os.Symlink(target, link)
+	if err := PrivateControlDir(link); err == nil {
+		t.Error("a link was taken for the socket directory")
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o755 {
+		t.Errorf("the link's target was changed to %v", fi.Mode().Perm())
+	}
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	if err := PrivateControlDir(file); err == nil {
+		t.Error("a file was taken for the socket directory")
+	}
+}

@@ -203,6 +203,12 @@ type login struct {
 	user       string // the site's user there
 	stock      string // Debian's sshd_config, if sshd runs with it
 	extra      string // sshd_config lines added to the test's own
+	// pam, if set, is the PAM service sshd asks, after the key, for a
+	// keyboard-interactive answer at each login from 127.0.0.2 (from
+	// outside; compute nodes' logins, from 127.0.0.1, need the key
+	// only): sshd runs under that name, which is the service it names to
+	// PAM.
+	pam string
 }
 
 func freePort(t *testing.T, host string) string {
@@ -346,18 +352,24 @@ PidFile %s/sshd.pid
 AuthorizedKeysFile .ssh/authorized_keys
 PubkeyAuthentication yes
 PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin no
-UsePAM no
+%sPermitRootLogin no
 MaxStartups 100:30:200
 MaxSessions 100
 AllowTcpForwarding yes
 GatewayPorts clientspecified
 Subsystem sftp internal-sftp
-%s`, port, host, l.dir, l.dir, l.extra)), 0o600)
+%s%s`, port, host, l.dir, l.dir, l.auth(), l.extra, l.outside())), 0o600)
 	}
 	// -D: stay in the foreground, so the test owns the process.
-	l.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
+	sshd := "/usr/sbin/sshd"
+	if l.pam != "" {
+		// sshd names itself to PAM (and re-executes itself) by argv[0].
+		sshd = filepath.Join(l.dir, l.pam)
+		if err := os.Symlink("/usr/sbin/sshd", sshd); err != nil && !os.IsExist(err) {
+			l.t.Fatal(err)
+		}
+	}
+	l.cmd = exec.Command(sshd, "-D", "-f", conf, "-E", filepath.Join(l.dir, "sshd.log"))
 	if l.ns != "" { // ip execs sshd: the process is still sshd's
 		l.cmd = exec.Command("ip", append([]string{"netns", "exec", l.ns}, l.cmd.Args...)...)
 	}
@@ -372,6 +384,24 @@ Subsystem sftp internal-sftp
 		time.Sleep(50 * time.Millisecond)
 	}
 	l.t.Fatalf("sshd did not listen on %s", l.addr)
+}
+
+// auth is the test's own sshd_config's lines for how users log in: a
+// key, and where l.pam is set an answer PAM asks for.
+func (l *login) auth() string {
+	if l.pam == "" {
+		return "KbdInteractiveAuthentication no\nUsePAM no\n"
+	}
+	return "KbdInteractiveAuthentication yes\nUsePAM yes\n"
+}
+
+// outside is the Match block, last in the config, that asks logins from
+// outside for the answer too.
+func (l *login) outside() string {
+	if l.pam == "" {
+		return ""
+	}
+	return "Match Address 127.0.0.2\n  AuthenticationMethods publickey,keyboard-interactive\n"
 }
 
 // stop takes the login host down: the listener and every connection

@@ -3,6 +3,7 @@
 package sites
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,16 +15,19 @@ import (
 	sitelogin "github.com/mq-hpc/mq/internal/site/login"
 )
 
-// A login host that asks something at each login (here the passphrase of
-// the one key it accepts, as a one-time code would be asked) can be a
-// site: added with --openssh and a Host of the user's ssh config, it is
-// degraded, saying to log in, until cls site login answers once (through
-// SSH_ASKPASS, as a terminal would); the CLS's connections then ride on
-// that login, a job runs (directly, and through a tunnel, where it does
-// again after the CLS is killed and started), and a job's input and
-// output are staged over ssh's SFTP session. When the login ends
-// (cls site logout) the site says to log in again, and a second login
-// brings it back.
+// A login host that asks, after the key, for a one-time code at each
+// login from outside (keyboard-interactive through PAM, as centres with
+// MFA ask for a token's code; compute nodes' logins, from inside, need
+// only a key) can be a site: added with --openssh and a Host of the
+// user's ssh config, it is degraded, saying to log in, until cls site
+// login answers once (through SSH_ASKPASS, as a terminal would); the
+// CLS's connections then ride on that login, a job runs (directly, and
+// through a tunnel, where it does again after the CLS is killed and
+// started), and a job's input and output are staged over ssh's SFTP
+// session. When the login ends (cls site logout) the site says to log
+// in again, and a second login brings it back. The login host is asked
+// for a code only at those two logins, and never by the CLS on its own:
+// at a real centre, wrong answers lock the account.
 func TestOpenSSHSite(t *testing.T) {
 	need(t, "slurm")
 	for _, connect := range []string{"direct", "tunnel"} {
@@ -32,25 +36,16 @@ func TestOpenSSHSite(t *testing.T) {
 }
 
 func openSSHSite(t *testing.T, connect string) {
-	l := newLogin(t, "127.0.0.1")
+	o := newOTPLogin(t, "127.0.0.1")
+	l := o.login
 	dir := t.TempDir()
-	key := filepath.Join(dir, "key")
-	b, err := os.ReadFile(clientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(key, b, 0o600)
-	if out, err := exec.Command("ssh-keygen", "-q", "-p", "-P", "", "-N", "secret", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen -p: %v %s", err, out)
-	}
 	host, port, _ := net.SplitHostPort(l.addr)
 	conf := filepath.Join(dir, "config")
-	os.WriteFile(conf, []byte("Host hpc\n  HostName "+host+"\n  Port "+port+"\n  User "+l.user+"\n  IdentityFile "+key+
-		"\n  IdentitiesOnly yes\n  UserKnownHostsFile "+l.knownHosts+"\n"), 0o600)
+	os.WriteFile(conf, []byte("Host hpc\n  HostName "+host+"\n  Port "+port+"\n  User "+l.user+"\n  IdentityFile "+clientKey+
+		"\n  IdentitiesOnly yes\n  UserKnownHostsFile "+l.knownHosts+"\n  BindAddress 127.0.0.2\n"), 0o600) // from outside
 	wrapper := filepath.Join(dir, "sshwrap") // ssh reads no config of this machine's user
 	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec ssh -F "+conf+" \"$@\"\n"), 0o700)
-	askpass := filepath.Join(dir, "askpass")
-	os.WriteFile(askpass, []byte("#!/bin/sh\necho secret\n"), 0o700)
+	askpass := o.askpass
 	t.Setenv("MQ_SSH", wrapper)
 	t.Setenv("SSH_AUTH_SOCK", "")
 
@@ -64,7 +59,7 @@ func openSSHSite(t *testing.T, connect string) {
 	})
 	c := startCLS(t)
 	controlPath = filepath.Join(sitelogin.ControlDir(c.home), "%C")
-	login := func() {
+	tryLogin := func() (string, error) {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(binDir, "cls"), "site", "login", "hpc")
 		cmd.Env = append(os.Environ(), "MQ_HOME="+c.home, "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force")
@@ -77,7 +72,11 @@ func openSSHSite(t *testing.T, connect string) {
 		cmd.Stdout, cmd.Stderr = out, out
 		err = cmd.Run()
 		said, _ := os.ReadFile(out.Name())
-		if err != nil || !strings.Contains(string(said), "logged in to site hpc") {
+		return string(said), err
+	}
+	login := func() {
+		t.Helper()
+		if said, err := tryLogin(); err != nil || !strings.Contains(said, "logged in to site hpc") {
 			t.Fatalf("cls site login hpc: %v: %s", err, said)
 		}
 	}
@@ -99,6 +98,15 @@ func openSSHSite(t *testing.T, connect string) {
 	}
 	c.must("mqsub", "-q", "q", "j1", "echo one")
 	degraded("degraded until the user logs in")
+	// A login host that takes the code and then closes the connection
+	// (here its PAM refuses the credentials): the login fails, saying so.
+	o.closeAfterCode(true)
+	if said, err := tryLogin(); err == nil || strings.Contains(said, "logged in") {
+		t.Fatalf("cls site login hpc, the connection closed after the code: %v: %s", err, said)
+	} else {
+		t.Logf("cls site login hpc, the connection closed after the code: %v: %s", err, said)
+	}
+	o.closeAfterCode(false)
 	login()
 	eventually(t, 2*time.Minute, "the first job done through the login", func() bool { return len(c.jobs("D")) == 1 })
 
@@ -137,6 +145,78 @@ func openSSHSite(t *testing.T, connect string) {
 	degraded("degraded once the login ended")
 	login()
 	eventually(t, 2*time.Minute, "the next job done after logging in again", func() bool { return len(c.jobs("D")) == done+1 })
+	if tries, logins := o.tries(), o.logins(); tries != 3 || logins != 3 {
+		t.Errorf("the login host was asked for a code %d times, %d of them right; want the three logins only", tries, logins)
+	}
+}
+
+// otpLogin is a login host that asks, after the key, for a one-time code
+// through PAM: pam_exec runs a check that takes each code once, then
+// moves to the next, and notes every answer it is given.
+type otpLogin struct {
+	*login
+	t       *testing.T
+	service string // the PAM service's file
+	check   string // the program that checks a code
+	dir     string
+	askpass string // prints the code the check takes now, as a token would
+}
+
+func newOTPLogin(t *testing.T, host string) *otpLogin {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a PAM service of the test's own needs root")
+	}
+	o := &otpLogin{t: t, dir: t.TempDir()}
+	o.askpass = filepath.Join(o.dir, "askpass")
+	check := filepath.Join(o.dir, "check")
+	os.WriteFile(filepath.Join(o.dir, "code"), []byte("100003\n"), 0o600)
+	os.WriteFile(o.askpass, []byte("#!/bin/sh\nexec cat "+filepath.Join(o.dir, "code")+"\n"), 0o700)
+	// expose_authtok: the answer, then a NUL, on standard input.
+	os.WriteFile(check, []byte(`#!/bin/sh
+PATH=/usr/bin:/bin
+cd `+o.dir+` || exit 1
+answer=$(tr -d '\000')
+echo "$answer" >> tries
+[ "$answer" = "$(cat code)" ] || exit 1
+echo $(($(cat code) + 7)) > code
+echo "$PAM_USER" >> logins
+`), 0o700)
+	// sshd, run under the service's name, asks it (and no other
+	// service: the machine's logins are untouched).
+	pam := fmt.Sprintf("mq-otp-%d", time.Now().UnixNano())
+	o.service = filepath.Join("/etc/pam.d", pam)
+	o.check = check
+	o.closeAfterCode(false)
+	t.Cleanup(func() { os.Remove(o.service) })
+	o.login = startLogin(&login{t: t, dir: t.TempDir(), addr: freePort(t, host), user: "mquser", pam: pam})
+	return o
+}
+
+// closeAfterCode writes the PAM service: with close, the code is taken
+// but the credentials are refused (pam_exec alone sets none), and sshd
+// closes the connection it had just accepted. PAM reads the file at
+// each login.
+func (o *otpLogin) closeAfterCode(close bool) {
+	o.t.Helper()
+	conf := "auth required pam_exec.so expose_authtok quiet " + o.check + "\n"
+	if !close {
+		conf += "auth required pam_permit.so\n"
+	}
+	conf += "account required pam_permit.so\nsession required pam_permit.so\npassword required pam_deny.so\n"
+	if err := os.WriteFile(o.service, []byte(conf), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// tries is how many answers the login host was given; logins, how many
+// were right.
+func (o *otpLogin) tries() int  { return o.lines("tries") }
+func (o *otpLogin) logins() int { return o.lines("logins") }
+
+func (o *otpLogin) lines(name string) int {
+	b, _ := os.ReadFile(filepath.Join(o.dir, name))
+	return strings.Count(string(b), "\n")
 }
 
 func restartKeepsLogin(t *testing.T, c *cls, wrapper, controlPath string) {

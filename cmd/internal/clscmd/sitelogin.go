@@ -41,6 +41,9 @@ func siteLogin(env mqcli.Env) *cli.Command {
 			if err := cmd.Run(); err != nil {
 				return fmt.Errorf("ssh %s: %w", protocol.Printable(cfg.Dest), err)
 			}
+			if err := sshControl(c.Context, cfg, "check"); err != nil {
+				return fmt.Errorf("ssh %s logged in, but its connection did not stay open for the CLS: %w", protocol.Printable(cfg.Dest), err)
+			}
 			fmt.Fprintf(c.App.Writer, "logged in to site %s: the CLS's connections there ride on this one until it ends\n", protocol.Printable(name))
 			return nil
 		},

@@ -127,13 +127,16 @@ func (c OpenSSHConfig) common() []string {
 
 // LoginArgs are ssh's arguments that open the master connection the
 // CLS's connections to this login host ride on, asking the user what the
-// login host asks (a password, a one-time code), then going to the
-// background (-f) and staying there (ControlPersist) until the login
-// host's connection ends or ssh -O exit.
+// login host asks (a password, a one-time code), then running true there
+// and staying in the background (ControlPersist) until the login host's
+// connection ends or ssh -O exit. The command, rather than -f -N, makes
+// ssh's exit status say a command ran: a login host can accept the
+// answers and then close the connection (its PAM refusing the session,
+// say), where -f has gone to the background already and exits 0.
 func (c OpenSSHConfig) LoginArgs() []string {
 	a := []string{"-o", "ControlMaster=yes", "-o", "ControlPath=" + c.controlPath(), "-o", "ControlPersist=yes",
-		"-o", keepalive, "-o", keepaliveCount, "-N", "-f"}
-	return append(append(a, c.common()...), "--", c.Dest)
+		"-o", keepalive, "-o", keepaliveCount, "-n"}
+	return append(append(a, c.common()...), "--", c.Dest, "true")
 }
 
 // ControlArgs are ssh's arguments that ask the destination's master

@@ -25,6 +25,10 @@ func TestMqsubDirectives(t *testing.T) {
 	write("job.sh", "#!/bin/sh\n# align one sample\n#MQ --time 4:00:00 -c 2 --mem=1G\n\n#MQ -q long --priority 5\nbwa mem ref.fa x.fq\n#MQ -c 8\n")
 	write("sbatch.sh", "#!/bin/bash\n#SBATCH --time=1:00:00\n#SBATCH -c 4\nsrun x\n")
 	write("plain.sh", "#!/bin/sh\necho hi\n")
+	if err := os.Mkdir(filepath.Join(dir, "my project"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write("my project/job.sh", "#!/bin/sh\n#MQ -q spaced -c 3\necho hi\n")
 	for _, tc := range []struct {
 		name      string
 		args      []string
@@ -43,6 +47,9 @@ func TestMqsubDirectives(t *testing.T) {
 		{"sbatch lines warned of", []string{"t", "sh", "sbatch.sh"}, 0, 0, 0, "default", 0, "sbatch.sh's #SBATCH lines are not read: write them as #MQ lines", false},
 		{"no directives", []string{"t", "sh", "plain.sh"}, 0, 0, 0, "default", 0, "", true},
 		{"not a script", []string{"t", "sh", "-c", "./job.sh"}, 0, 0, 0, "default", 0, "", true},
+		{"quoted", []string{"t", `sh "job.sh"`}, 2, 1 << 30, 4 * 3600, "long", 5, "", true},
+		{"a space in its path", []string{"t", `sh 'my project/job.sh'`}, 3, 0, 0, "spaced", 0, "", true},
+		{"a space escaped", []string{"t", `./my\ project/job.sh`}, 3, 0, 0, "spaced", 0, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, e, code := tb.mqsub("", append([]string{"-d", dir}, tc.args...)...)

@@ -98,7 +98,9 @@ func mqalterAction(c *cli.Context, env Env) error {
 	defer cl.Close()
 	reply, err := client.Do(c.Context, cl, protocol.OpAlter, req)
 	if err != nil {
-		return err
+		// The CLS commits a change in batches of 10,000 jobs: a
+		// connection lost before it answered may leave some changed.
+		return cutShort(err, batchesDone(c.App.Name))
 	}
 	warn(c, reply.Warnings)
 	// A selection may change some jobs and refuse others (a request

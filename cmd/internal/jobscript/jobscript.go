@@ -106,7 +106,7 @@ func ReadFile(path string) (h Head, ok bool, err error) {
 // Of is the script a job's command words run, "" when they run none: its
 // first word, or the second after a shell (sh job.sh, bash job.sh ARGS).
 func Of(words []string) string {
-	cmd := strings.Fields(strings.Join(words, " "))
+	cmd := shellWords(words)
 	switch {
 	case len(cmd) == 0:
 		return ""
@@ -122,8 +122,20 @@ func Of(words []string) string {
 // ViaShell says whether a job's command words run their script through
 // a shell named first (sh job.sh), which needs neither its mode nor PATH.
 func ViaShell(words []string) bool {
-	cmd := strings.Fields(strings.Join(words, " "))
+	cmd := shellWords(words)
 	return len(cmd) >= 2 && slices.Contains(shells, cmd[0])
+}
+
+// shellWords splits a job's command words as the job's /bin/sh -c will,
+// quotes and backslashes taken away, so that the script named is the
+// file the job runs: sh "my job.sh" runs my job.sh, not "my. A line
+// that does not split (an unterminated quote) names no script.
+func shellWords(words []string) []string {
+	cmd, err := shellwords.Split(strings.Join(words, " "))
+	if err != nil {
+		return nil
+	}
+	return cmd
 }
 
 // Flag is one of mqsub's flags as a script may give it: its first name,

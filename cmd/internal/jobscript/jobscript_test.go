@@ -18,6 +18,14 @@ func TestOf(t *testing.T) {
 		{[]string{"sh", "-c", "x"}, ""},
 		{[]string{"bwa", "mem", "ref.fa"}, "bwa"},
 		{nil, ""},
+		// Quoted as the job's shell reads them: the script is the file
+		// the job runs, spaces and quotes included.
+		{[]string{`sh "my job.sh"`}, "my job.sh"},
+		{[]string{`bash '/data/My Project/run.sh' x`}, "/data/My Project/run.sh"},
+		{[]string{`"./job.sh"`}, "./job.sh"},
+		{[]string{`./my\ job.sh`}, "./my job.sh"},
+		{[]string{"sh", "my job.sh"}, "my"}, // words joined: the job runs sh my job.sh
+		{[]string{`sh "job.sh`}, ""},        // does not split: no script
 	} {
 		if got := Of(tc.words); got != tc.want {
 			t.Errorf("Of(%q) = %q, want %q", tc.words, got, tc.want)

@@ -43,7 +43,7 @@ func (a Alter) Check() error {
 		}
 	}
 	if a.Time != 0 && !(a.Time > 0 && a.Time <= MaxSeconds) {
-		return fmt.Errorf("time limit %v is not more than 0 and at most %g seconds", a.Time, float64(MaxSeconds))
+		return fmt.Errorf("time limit %v must be more than 0 and at most %g seconds", a.Time, float64(MaxSeconds))
 	}
 	if a.Est != nil {
 		if err := CheckSeconds("estimate", *a.Est); err != nil {

@@ -20,7 +20,7 @@ func foldTime(js *JobSpec) error {
 		return nil
 	}
 	if !(js.Time > 0 && js.Time <= MaxSeconds) {
-		return fmt.Errorf("time limit %v is not more than 0 and at most %g seconds", js.Time, float64(MaxSeconds))
+		return fmt.Errorf("time limit %v must be more than 0 and at most %g seconds", js.Time, float64(MaxSeconds))
 	}
 	if js.Env == nil {
 		js.Env = map[string]string{}

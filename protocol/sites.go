@@ -115,6 +115,10 @@ type SiteInfo struct {
 	OldestWhy string `json:"oldest_why,omitempty"`
 	State     string `json:"state"`           // starting, ok, throttled, degraded, removing
 	Error     string `json:"error,omitempty"` // why degraded
+	// NeedsLogin says the site, added with --openssh, is degraded until
+	// the user logs in to it (cls site login NAME): its login host
+	// refused every login that asks nothing.
+	NeedsLogin bool `json:"needs_login,omitempty"`
 	// Staging says why data staging leaves the site alone as a target
 	// now: its data root had no room ("" when none of that).
 	Staging  string `json:"staging,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"github.com/mq-hpc/mq/internal/metaqueue/packing"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/site/batch"
+	"github.com/mq-hpc/mq/internal/site/login"
 	"github.com/mq-hpc/mq/internal/wire"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -40,6 +41,7 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 		changed := err != nil && (!ms.failing || ms.err != err.Error())
 		recovered := err == nil && ms.failing
 		ms.failing = err != nil
+		ms.needsLogin = err != nil && login.NeedsLogin(err)
 		if err != nil {
 			ms.state, ms.err = StateDegraded, err.Error()
 			if !errors.As(err, new(actError)) {

@@ -104,6 +104,9 @@ type managed struct {
 	// failing: the last step failed (err says why); the site stays
 	// degraded until a step succeeds.
 	failing bool
+	// needsLogin: the last step failed for a login only the user can
+	// make (login.NeedsLogin).
+	needsLogin bool
 	// supply is how many ready jobs this site's running placeholders will
 	// take at once, as of its last decision (see Counts.Elsewhere).
 	supply int
@@ -413,7 +416,7 @@ func (m *Manager) Site(name string) (spec protocol.SiteSpec, s Site, ok bool) {
 }
 
 func (m *Manager) infoLocked(ms *managed) protocol.SiteInfo {
-	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err}
+	info := protocol.SiteInfo{SiteSpec: ms.spec, Exited: ms.exited, Connected: len(ms.connected), State: ms.state, Error: ms.err, NeedsLogin: ms.needsLogin}
 	now := m.now()
 	for _, t := range ms.known {
 		switch t.state {

@@ -84,9 +84,15 @@ func openSSHSite(t *testing.T, connect string) {
 		t.Helper()
 		eventually(t, time.Minute, what, func() bool {
 			s := c.sites()["hpc"]
-			return s.State == "degraded" && strings.Contains(s.Error, "cls site login hpc")
+			return s.State == "degraded" && s.NeedsLogin && strings.Contains(s.Error, "cls site login hpc")
 		})
 		t.Logf("degraded: %s", c.sites()["hpc"].Error)
+		// mqstat, where users look, says it too.
+		cmd := exec.Command(filepath.Join(binDir, "mqstat"))
+		cmd.Env = append(os.Environ(), "MQ_HOME="+c.home)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "mqstat: warning: site hpc waits for you to log in: cls site login hpc\n") {
+			t.Errorf("mqstat with the site waiting for a login: %v: %s", err, out)
+		}
 	}
 
 	if out := c.must("cls", "site", "add", "hpc", "--type", "slurm", "--ssh", "hpc", "--openssh", "--connect", connect,

@@ -14,7 +14,7 @@ import (
 
 // TestWarnNoSite: a listing or summary warns on stderr, after the listing,
 // when every site is degraded (queued jobs wait with nothing to say why),
-// and when placeholders take no new jobs for their full output disk; not
+// when a site waits for the user to log in to it, and when placeholders take no new jobs for their full output disk; not
 // when one site is well, when there are none, for --json, or when the
 // CLS does not answer site.list.
 func TestWarnNoSite(t *testing.T) {
@@ -47,6 +47,9 @@ func TestWarnNoSite(t *testing.T) {
 			HeldPlaceholders: 2, HeldLeases: 3, HeldUntil: until}, {SiteSpec: protocol.SiteSpec{Name: "near"}, State: "ok"}}}, nil, cut},
 		{"a site cut off, nothing held", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "far"}, State: "degraded", Unreachable: true, AnsweredAt: since}, {SiteSpec: protocol.SiteSpec{Name: "near"}, State: "ok"}}}, nil, ""},
 		{"cut off, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "far"}, State: "degraded", Unreachable: true, HeldPlaceholders: 1, HeldLeases: 1, HeldUntil: until}}}, []string{"--json"}, ""},
+		{"a site waits for a login", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "hpc"}, State: "degraded", NeedsLogin: true}, {SiteSpec: protocol.SiteSpec{Name: "near"}, State: "ok"}}}, nil,
+			"mqstat: warning: site hpc waits for you to log in: cls site login hpc\n"},
+		{"waits for a login, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "hpc"}, State: "degraded", NeedsLogin: true}}}, []string{"--json"}, ""},
 		{"broken, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Why: "x"}}}}}, []string{"--json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 // warnNoSite passes err on, after a listing or summary without error
 // warns on stderr when placeholders take no new jobs for their full
 // output disk or because their node cannot run them, when the CLS holds
-// the leases of a site that may be cut off from it, and when sites there are and every one is degraded: jobs
+// the leases of a site that may be cut off from it, when a site waits for
+// the user to log in to it, and when sites there are and every one is degraded: jobs
 // then wait in Q with nothing in the listing to say why. --json is for
 // programs and stays silent, as do -j and --cat; a CLS that cannot list
 // its sites gets no warning.
@@ -40,6 +41,12 @@ func warnNoSite(c *cli.Context, cl *client.Client, err error) error {
 			// on behind a network cut, and report when it heals.
 			fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: site %s may be cut off from the CLS (%s): its jobs stay E until it is back or the hold ends (cls site list)\n",
 				protocol.Printable(s.Name), s.CutNote(func(t time.Time) string { return acct.TimeOf(t, now) }))
+		}
+	}
+	for _, s := range r.Sites {
+		if s.NeedsLogin {
+			// Nothing runs there until the user answers its login host.
+			fmt.Fprintf(c.App.ErrWriter, "mqstat: warning: site %s waits for you to log in: cls site login %s\n", protocol.Printable(s.Name), protocol.Printable(s.Name))
 		}
 	}
 	for _, s := range r.Sites {

@@ -81,6 +81,10 @@ const maxSocketPath = 104
 // factor, which only a master connection opened by hand gives.
 var errOpenSSHAuth = errors.New("the login host refused ssh's login without asking (it may want a password or a second factor)")
 
+// NeedsLogin says err is a refusal that only the user's own login (cls
+// site login) gets past.
+func NeedsLogin(err error) bool { return errors.Is(err, errOpenSSHAuth) }
+
 // args are ssh's options for a connection that never asks (BatchMode),
 // checks the host key strictly, and rides on the destination's master
 // connection if one runs (ControlMaster=no: it never becomes one), then

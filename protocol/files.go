@@ -35,6 +35,10 @@ func validateFiles(kind string, files []File, cwd string) error {
 		if err := CheckPath(kind, f.Path); err != nil {
 			return err
 		}
+		// Cleaning would make "results/" a file's name; mq moves files.
+		if last := f.Path[strings.LastIndexByte(f.Path, '/')+1:]; last == "" || last == "." || last == ".." {
+			return fmt.Errorf("%s %s names a directory: declare the files in it (or an archive of it)", kind, Quote(f.Path))
+		}
 		if !filepath.IsAbs(f.Path) {
 			if cwd == "" {
 				return fmt.Errorf("%s %q is not absolute and the job has no working directory", kind, f.Path)

@@ -40,6 +40,11 @@ func TestValidateFiles(t *testing.T) {
 		{"too long", "/w", []File{{Path: "/" + strings.Repeat("x", 5000)}}, nil, "the limit is 4096", nil},
 		{"too long with the working directory", "/" + strings.Repeat("w", 100), []File{{Path: strings.Repeat("x", 4050)}}, nil, "with the working directory", nil},
 		{"too many", "/w", make([]File, MaxFiles+1), nil, "the limit is 10000", nil},
+		{"the root", "/w", nil, []File{{Path: "/"}}, `output "/" names a directory`, nil},
+		{"a trailing slash", "/w", nil, []File{{Path: "results/"}}, `output "results/" names a directory`, nil},
+		{"dot", "/w", []File{{Path: "."}}, nil, `input "." names a directory`, nil},
+		{"dot dot", "/w", []File{{Path: "/data/x/.."}}, nil, "names a directory", nil},
+		{"a dot in a name", "/w", []File{{Path: "./a..b/.c"}}, nil, "", []string{"/w/a..b/.c"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,7 +169,10 @@ func TestFillSizes(t *testing.T) {
 		t.Errorf("absolute existing input: %+v (want site-local, its real size)", abs.Inputs[0])
 	}
 	// A directory is refused: no placeholder would start the job on it.
-	d := JobSpec{Target: "t", Command: "x", Cwd: dir, Inputs: []File{{Path: "."}}}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := JobSpec{Target: "t", Command: "x", Cwd: dir, Inputs: []File{{Path: "sub"}}}
 	if err := ValidateSpec(&d); err != nil {
 		t.Fatal(err)
 	}

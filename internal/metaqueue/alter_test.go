@@ -387,7 +387,7 @@ func TestAlterRefusesBadValues(t *testing.T) {
 		{protocol.Alter{}, "nothing to change"},
 		{protocol.Alter{Priority: intp(1024)}, "priority must be -1024..1023"},
 		{protocol.Alter{Priority: intp(-2000)}, "priority must be -1024..1023"},
-		{protocol.Alter{Time: -1}, "time limit -1 is not more than 0"},
+		{protocol.Alter{Time: -1}, "time limit -1 must be more than 0"},
 		{protocol.Alter{Time: 2e9}, "time limit"},
 		{protocol.Alter{Est: floatp(-5)}, "estimate must be"},
 		{protocol.Alter{Resources: protocol.Resources{CPUs: -2}}, "cpus -2"},

@@ -66,6 +66,9 @@ type sites struct {
 	sshAddr net.Addr // the CLS's SSH endpoint; nil without --ssh
 	hostFP  string
 	clsID   string
+	// sshSessions bounds the sessions of --openssh sites on each login
+	// host's master, which those sites share.
+	sshSessions login.Sessions
 
 	// swept: sites whose data roots were swept of an earlier run's
 	// temporary files (files.go, sweepOnce).
@@ -322,6 +325,7 @@ func (s *sites) open(spec protocol.SiteSpec, exited func(pid int)) (site.Site, e
 		cfg := site.OpenSSHFor(spec, login.ControlDir(s.home))
 		cfg.Program = os.Getenv("MQ_SSH") // as cls site login runs it
 		cfg.ForwardName = site.JobName(spec.Name, s.clsID)
+		cfg.Sessions = &s.sshSessions
 		d := &login.OpenSSHDialer{Config: cfg}
 		dial = func(ctx context.Context) (login.Runner, error) {
 			s, err := d.Dial(ctx)

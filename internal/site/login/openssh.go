@@ -59,6 +59,59 @@ type OpenSSHConfig struct {
 	// Persist is how long a master the CLS started outlives the last
 	// connection on it; default 60 s.
 	Persist time.Duration
+	// Sessions, shared by every site of the CLS, bounds the sessions
+	// open at once on each master; nil bounds none.
+	Sessions *Sessions
+}
+
+// Sessions bounds the sessions the CLS opens at once on each master
+// connection (one per command's ssh, and a site's SFTP session for its
+// life). sshd refuses a connection's sessions past its MaxSessions (10
+// by default), and every site on a login host rides on one master: past
+// the bound a command waits for a session to end rather than be refused,
+// where ssh's try of a connection of its own is a failed login at a host
+// only the user's login can log in to.
+type Sessions struct {
+	// Max is how many at once on one master; 0 is DefaultMaxSessions.
+	Max int
+
+	mu sync.Mutex
+	by map[string]chan struct{} // by the master's socket
+}
+
+// DefaultMaxSessions is sshd's default MaxSessions.
+const DefaultMaxSessions = 10
+
+// max is how many sessions at once ss allows on one master.
+func (ss *Sessions) max() int {
+	if ss == nil || ss.Max <= 0 {
+		return DefaultMaxSessions
+	}
+	return ss.Max
+}
+
+// take waits until ctx ends for a session on the master at socket, and
+// returns its release.
+func (ss *Sessions) take(ctx context.Context, socket string) (release func(), err error) {
+	if ss == nil {
+		return func() {}, nil
+	}
+	ss.mu.Lock()
+	if ss.by == nil {
+		ss.by = map[string]chan struct{}{}
+	}
+	sem := ss.by[socket]
+	if sem == nil {
+		sem = make(chan struct{}, ss.max())
+		ss.by[socket] = sem
+	}
+	ss.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return sync.OnceFunc(func() { <-sem }), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("every one of the %d sessions the CLS opens at once on the login connection stayed in use: %w", cap(sem), ctx.Err())
+	}
 }
 
 // ControlDir is where the master sockets of the CLS of home live:
@@ -472,7 +525,16 @@ func sshMessage(stderr []byte, err error) string {
 
 // openSFTP starts the SFTP session, bounded by ctx: its handshake is the
 // first answer on the connection.
-func (s *OpenSSH) openSFTP(ctx context.Context) error {
+func (s *OpenSSH) openSFTP(ctx context.Context) (err error) {
+	release, err := s.cfg.Sessions.take(ctx, s.path)
+	if err != nil {
+		return fmt.Errorf("ssh %s: SFTP session: %w", s.cfg.Dest, err)
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	cmd := exec.Command(s.cfg.program(), s.cfg.args(false, "-s", "--", s.cfg.Dest, "sftp")...)
 	stderr := &capped{max: maxRunStderr}
 	cmd.Stderr = stderr
@@ -503,6 +565,7 @@ func (s *OpenSSH) openSFTP(ctx context.Context) error {
 	s.proc, s.sftp = cmd, c
 	go func() {
 		<-exited
+		release()
 		s.markDead()
 	}()
 	return nil
@@ -532,6 +595,11 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 		return nil, &ConnError{errors.New("ssh ended")}
 	default:
 	}
+	release, err := s.cfg.Sessions.take(ctx, s.path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CommandName(cmd), err)
+	}
+	defer release()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -556,8 +624,8 @@ func (s *OpenSSH) Run(ctx context.Context, cmd string) ([]byte, error) {
 	case errors.As(err, &ee) && ee.ExitCode() == 255 && refusedSession(stderr.Bytes()):
 		// The master is up but sshd refused it another session, and
 		// the connection ssh then tried on its own failed.
-		return nil, fmt.Errorf("%s: the login host refused another session on the ssh connection that every site on it shares (sshd's MaxSessions, 10 by default), and ssh could not log in on its own: %s",
-			CommandName(cmd), sshMessage(stderr.Bytes(), err))
+		return nil, fmt.Errorf("%s: the login host refused another session on the ssh connection that every site on it shares (its sshd's MaxSessions is below the %d the CLS opens at once), and ssh could not log in on its own: %s",
+			CommandName(cmd), s.cfg.Sessions.max(), sshMessage(stderr.Bytes(), err))
 	case errors.As(err, &ee):
 		msg := firstLine(stderr.Bytes())
 		if msg == "" {

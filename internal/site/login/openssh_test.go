@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -428,6 +429,61 @@ func TestOpenSSHMaxSessions(t *testing.T) {
 				t.Fatalf("the first command: %v", err)
 			}
 		})
+	}
+}
+
+// Sessions bound the CLS's sessions on a master to sshd's MaxSessions:
+// commands beyond it wait for one to end and then run, where only the
+// user's login can log in (ssh's try of a connection of its own would
+// be a failed login); two sites on the login host share the bound; a
+// command that waits past its context says why.
+func TestOpenSSHSessionsBounded(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	l.maxSessions.Store(3) // each site's SFTP session and one command
+	if err := PrivateControlDir(cfg.ControlDir); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cfg.Program, append([]string{"-o", "BatchMode=yes"}, cfg.LoginArgs()...)...).CombinedOutput(); err != nil {
+		t.Fatalf("the user's login: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(cfg.Program, cfg.ControlArgs("exit")...).Run() })
+	cfg.KeyFile = filepath.Join(t.TempDir(), "absent")
+	cfg.Sessions = &Sessions{Max: 3}
+	a, b := mustDial(t, cfg), mustDial(t, cfg)
+	var runs []<-chan error
+	for i := range 4 {
+		s := []*OpenSSH{a, b}[i%2]
+		runs = append(runs, async(func() error {
+			out, err := s.Run(context.Background(), fmt.Sprintf("sleep 0.3; echo %d", i))
+			if err == nil && string(out) != fmt.Sprintf("%d\n", i) {
+				err = fmt.Errorf("printed %q", out)
+			}
+			return err
+		}))
+	}
+	for i, done := range runs {
+		if err := returned(t, done, "a command"); err != nil {
+			t.Errorf("command %d of 4 at once, one session free: %v", i, err)
+		}
+	}
+
+	hold := async(func() error { _, err := a.Run(context.Background(), "sleep 3"); return err })
+	eventually(t, "the free session taken", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		release, err := cfg.Sessions.take(ctx, a.path)
+		if err == nil {
+			release()
+		}
+		return err != nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := b.Run(ctx, "echo late"); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "every one of the 3 sessions") {
+		t.Errorf("a command waiting past its context for a session = %v; want it to say the sessions stayed in use", err)
+	}
+	if err := returned(t, hold, "the command holding the session"); err != nil {
+		t.Fatal(err)
 	}
 }
 

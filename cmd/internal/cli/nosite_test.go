@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"github.com/mq-hpc/mq/cmd/internal/cli/clitest"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -25,8 +26,9 @@ func TestWarnNoSite(t *testing.T) {
 	degraded := protocol.SiteInfo{State: "degraded", Error: "ssh: connection refused"}
 	since := time.Now().Add(-5 * time.Minute)
 	until := since.Add(30 * time.Minute)
-	cut := "mqstat: warning: site far\\x1b[2J may be cut off from the CLS (unreachable since " + since.Local().Format("15:04:05") + ", 2 placeholders' 3 jobs held until " +
-		until.Local().Format("15:04:05") + "): its jobs stay E until it is back or the hold ends (cls site list)\n"
+	// As mqstat writes them (a time past midnight with its date).
+	cut := "mqstat: warning: site far\\x1b[2J may be cut off from the CLS (unreachable since " + acct.TimeOf(since, time.Now()) + ", 2 placeholders' 3 jobs held until " +
+		acct.TimeOf(until, time.Now()) + "): its jobs stay E until it is back or the hold ends (cls site list)\n"
 	for _, tc := range []struct {
 		name  string
 		sites *protocol.SiteList // nil: site.list unsupported

@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,56 +60,6 @@ type OpenSSHConfig struct {
 	// Sessions, shared by every site of the CLS, bounds the sessions
 	// open at once on each master; nil bounds none.
 	Sessions *Sessions
-}
-
-// Sessions bounds the sessions the CLS opens at once on each master
-// connection (one per command's ssh, and a site's SFTP session for its
-// life). sshd refuses a connection's sessions past its MaxSessions (10
-// by default), and every site on a login host rides on one master: past
-// the bound a command waits for a session to end rather than be refused,
-// where ssh's try of a connection of its own is a failed login at a host
-// only the user's login can log in to.
-type Sessions struct {
-	// Max is how many at once on one master; 0 is DefaultMaxSessions.
-	Max int
-
-	mu sync.Mutex
-	by map[string]chan struct{} // by the master's socket
-}
-
-// DefaultMaxSessions is sshd's default MaxSessions.
-const DefaultMaxSessions = 10
-
-// max is how many sessions at once ss allows on one master.
-func (ss *Sessions) max() int {
-	if ss == nil || ss.Max <= 0 {
-		return DefaultMaxSessions
-	}
-	return ss.Max
-}
-
-// take waits until ctx ends for a session on the master at socket, and
-// returns its release.
-func (ss *Sessions) take(ctx context.Context, socket string) (release func(), err error) {
-	if ss == nil {
-		return func() {}, nil
-	}
-	ss.mu.Lock()
-	if ss.by == nil {
-		ss.by = map[string]chan struct{}{}
-	}
-	sem := ss.by[socket]
-	if sem == nil {
-		sem = make(chan struct{}, ss.max())
-		ss.by[socket] = sem
-	}
-	ss.mu.Unlock()
-	select {
-	case sem <- struct{}{}:
-		return sync.OnceFunc(func() { <-sem }), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("every one of the %d sessions the CLS opens at once on the login connection stayed in use: %w", cap(sem), ctx.Err())
-	}
 }
 
 // ControlDir is where the master sockets of the CLS of home live:
@@ -685,90 +633,6 @@ func (s *OpenSSH) Cut() {
 		s.proc.Process.Kill()
 	}
 }
-
-// Forward asks the master connection for a reverse forward from bind on
-// the login host to a Unix socket of this user's (in ControlDir), each
-// connection to which is joined to dial. It returns the port bound; the
-// forward ends with the master, or at Close. It reads the login host's
-// key too (HostKey), through the connection ssh checked it on.
-func (s *OpenSSH) Forward(bind string, dial func() (net.Conn, error)) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*s.cfg.timeout())
-	defer cancel()
-	if err := s.readHostKey(ctx); err != nil {
-		return 0, err
-	}
-	name := s.cfg.ForwardName
-	if name == "" {
-		name = strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	sum := sha256.Sum256([]byte(name))
-	sock := filepath.Join(s.cfg.ControlDir, "fwd-"+hex.EncodeToString(sum[:8]))
-	os.Remove(sock) // an earlier CLS's
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		return 0, fmt.Errorf("reverse forward: %w", err)
-	}
-	go serveForward(ln, dial)
-	spec := bind + ":" + sock
-	out, stderr, err := s.ssh(ctx, nil, s.cfg.args(false, "-O", "forward", "-R", spec, "--", s.cfg.Dest)...)
-	if err != nil {
-		ln.Close()
-		return 0, fmt.Errorf("reverse forward on the login host (%s): %s", bind, sshMessage(stderr, err))
-	}
-	_, p, _ := net.SplitHostPort(bind)
-	port, _ := strconv.Atoi(p)
-	if port == 0 {
-		if port, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil || port <= 0 || port > 65535 {
-			ln.Close()
-			return 0, fmt.Errorf("reverse forward on the login host (%s): ssh said %q, not the port", bind, protocol.Printable(truncate(string(out), 40)))
-		}
-		host, _, _ := net.SplitHostPort(bind)
-		spec = net.JoinHostPort(host, strconv.Itoa(port)) + ":" + sock
-	}
-	s.mu.Lock()
-	s.forwards = append(s.forwards, spec)
-	s.listeners = append(s.listeners, ln)
-	s.mu.Unlock()
-	return port, nil
-}
-
-// serveForward joins each connection the forward brings to one dial makes.
-func serveForward(ln net.Listener, dial func() (net.Conn, error)) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			d, err := dial()
-			if err != nil {
-				c.Close()
-				return
-			}
-			join(c, d)
-		}()
-	}
-}
-
-// join copies between a and b until either ends, then closes both.
-func join(a, b net.Conn) {
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		done <- struct{}{}
-	}
-	go cp(a, b)
-	go cp(b, a)
-	<-done
-	a.Close()
-	b.Close()
-	<-done
-}
-
-// hostKeyCommand prints the login host's own public keys, ed25519 first:
-// the CLS's ssh checked the host it reached, so the key it reads there
-// is the one placeholders pin.
-const hostKeyCommand = `for t in ed25519 ecdsa rsa; do f=/etc/ssh/ssh_host_${t}_key.pub; [ -r "$f" ] && { head -n 1 "$f"; exit 0; }; done; exit 1`
 
 // readHostKey finds the login host's key placeholders pin: the one the
 // user's known_hosts has for it (ed25519 first), else (a certificate

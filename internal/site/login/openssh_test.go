@@ -402,14 +402,7 @@ func TestOpenSSHMaxSessions(t *testing.T) {
 			l, cfg := openSSHLogin(t)
 			l.maxSessions.Store(2) // the SFTP session and one command
 			if !keyed {
-				if err := PrivateControlDir(cfg.ControlDir); err != nil {
-					t.Fatal(err)
-				}
-				if out, err := exec.Command(cfg.Program, append([]string{"-o", "BatchMode=yes"}, cfg.LoginArgs()...)...).CombinedOutput(); err != nil {
-					t.Fatalf("the user's login: %v %s", err, out)
-				}
-				t.Cleanup(func() { exec.Command(cfg.Program, cfg.ControlArgs("exit")...).Run() })
-				cfg.KeyFile = filepath.Join(t.TempDir(), "absent")
+				cfg = loginByHand(t, cfg)
 			}
 			s := mustDial(t, cfg)
 			started := filepath.Join(t.TempDir(), "started")
@@ -432,14 +425,10 @@ func TestOpenSSHMaxSessions(t *testing.T) {
 	}
 }
 
-// Sessions bound the CLS's sessions on a master to sshd's MaxSessions:
-// commands beyond it wait for one to end and then run, where only the
-// user's login can log in (ssh's try of a connection of its own would
-// be a failed login); two sites on the login host share the bound; a
-// command that waits past its context says why.
-func TestOpenSSHSessionsBounded(t *testing.T) {
-	l, cfg := openSSHLogin(t)
-	l.maxSessions.Store(3) // each site's SFTP session and one command
+// loginByHand opens the master as the user's cls site login would, and
+// returns cfg with a key that logs in nowhere: only that login does.
+func loginByHand(t *testing.T, cfg OpenSSHConfig) OpenSSHConfig {
+	t.Helper()
 	if err := PrivateControlDir(cfg.ControlDir); err != nil {
 		t.Fatal(err)
 	}
@@ -448,6 +437,18 @@ func TestOpenSSHSessionsBounded(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command(cfg.Program, cfg.ControlArgs("exit")...).Run() })
 	cfg.KeyFile = filepath.Join(t.TempDir(), "absent")
+	return cfg
+}
+
+// Sessions bound the CLS's sessions on a master to sshd's MaxSessions:
+// commands beyond it wait for one to end and then run, where only the
+// user's login can log in (ssh's try of a connection of its own would
+// be a failed login); two sites on the login host share the bound; a
+// command that waits past its context says why.
+func TestOpenSSHSessionsBounded(t *testing.T) {
+	l, cfg := openSSHLogin(t)
+	l.maxSessions.Store(3) // each site's SFTP session and one command
+	cfg = loginByHand(t, cfg)
 	cfg.Sessions = &Sessions{Max: 3}
 	a, b := mustDial(t, cfg), mustDial(t, cfg)
 	var runs []<-chan error

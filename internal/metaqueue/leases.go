@@ -106,6 +106,14 @@ func (s *Store) SiteReached(ctx context.Context, site string, asked, answered ti
 	return s.do(ctx, func() error { s.reg.SiteAnswered(site, asked, answered, ok, s.opt.Lease); return nil })
 }
 
+// SitePending tells the store that site, one a network can cut off from
+// the CLS, is being listed for the first time since the CLS started: its
+// silent placeholders' lapsed leases are held until it answers, and a
+// lease more (placeholders.Reach.Pending).
+func (s *Store) SitePending(ctx context.Context, site string) error {
+	return s.do(ctx, func() error { s.reg.SitePending(site); return nil })
+}
+
 // SiteCuts fills into the sites cut off, as of the last lease check (placeholders.Registry.Cuts).
 func (s *Store) SiteCuts(ctx context.Context, into map[string]placeholders.Cut) error {
 	return s.do(ctx, func() error { s.reg.Cuts(into); return nil })

@@ -120,6 +120,38 @@ func TestPartitionAcrossRestart(t *testing.T) {
 	e.check()
 }
 
+// TestPartitionPendingAfterRestart: a CLS restarted holds the leases it
+// loaded of a site it has not listed yet (a slow login host; a tunnel
+// site's placeholders cannot even reach it before its forward is made
+// again), and once the site answers gives them a lease from then: the
+// job lapses then, not at the lease after the restart.
+func TestPartitionPendingAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(o *Options) { o.PartitionGrace = time.Hour })
+	ph := e.register("far")
+	id := e.submit1("t", "sleep 1000")
+	e.next(ph, 1)
+	e.reopen()
+	if err := e.s.SitePending(context.Background(), "far"); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(5 * testLease)
+	e.mustBe(id, job.Executing)
+	answered := e.clock.Now()
+	e.reached("far", answered, true)
+	for e.clock.Now().Sub(answered) < testLease-testLease/4 {
+		e.advance(testLease / 4)
+		e.reached("far", e.clock.Now(), true)
+		e.mustBe(id, job.Executing)
+	}
+	for range 3 {
+		e.advance(testLease / 4)
+		e.reached("far", e.clock.Now(), true)
+	}
+	e.mustBe(id, job.Queued)
+	e.check()
+}
+
 // TestPartitionSiteCuts: SiteCuts says which site is cut off, since when
 // it last answered, and how many of its placeholders' leases are held
 // until when; a site that answers is left out, and so is one back from

@@ -22,6 +22,16 @@ import (
 // or cancel, from the metaqueue's demand and the site's limits) and acts.
 
 func (m *Manager) loop(ctx context.Context, ms *managed) {
+	m.mu.Lock()
+	name, remote := ms.spec.Name, ms.spec.Type != Local
+	m.mu.Unlock()
+	if ps, ok := m.Store.(pendingStore); ok && remote {
+		// Until the first listing, the leases an earlier CLS's
+		// placeholders hold there wait for it.
+		if err := ps.SitePending(ctx, name); err != nil && ctx.Err() == nil {
+			m.log().Warn("site: cannot hold its placeholders' leases until it is first listed", "site", name, "err", err)
+		}
+	}
 	// A failing site is looked at less often: twice the poll, doubling up
 	// to 32 polls (at most 30 s).
 	retry := backoff.Backoff{Min: 2 * m.poll(), Max: min(32*m.poll(), 30*time.Second)}
@@ -215,6 +225,12 @@ type shapedStore interface {
 // while.
 type reachStore interface {
 	SiteReached(ctx context.Context, site string, asked, answered time.Time, ok bool) error
+}
+
+// pendingStore is a reachStore told that a site is about to be listed
+// for the first time since the CLS started (the metaqueue's is).
+type pendingStore interface {
+	SitePending(ctx context.Context, site string) error
 }
 
 // observeLocked brings the site's placeholders up to date with the batch

@@ -22,6 +22,19 @@ type reachingStore struct {
 	mu      sync.Mutex
 	reached map[string][]time.Time
 	lost    map[string]int
+	// pending: the sites told pending, each with how many listings it
+	// had been told of then.
+	pending map[string]int
+}
+
+func (s *reachingStore) SitePending(_ context.Context, site string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]int{}
+	}
+	s.pending[site] = len(s.reached[site]) + s.lost[site]
+	return nil
 }
 
 func (s *reachingStore) SiteReached(_ context.Context, site string, at, _ time.Time, ok bool) error {
@@ -47,7 +60,8 @@ func (s *reachingStore) times(site string) []time.Time {
 	return append([]time.Time(nil), s.reached[site]...)
 }
 
-// TestSiteReached: the manager tells the store a remote site was reached
+// TestSiteReached: the manager tells the store a remote site is pending
+// before it first lists it, then that it was reached
 // each time it lists its batch system, from before it asked, and lost
 // each time listing fails (the site may be cut off: its placeholders'
 // leases are then held); never either for a local site, which no network
@@ -73,6 +87,15 @@ func TestSiteReached(t *testing.T) {
 	eventually(t, "the local site listed", func() bool { return listed(local) > 2 })
 	if got := st.times("l"); len(got) > 0 || st.losses("l") > 0 {
 		t.Errorf("a local site was told reached %v, lost %d times", got, st.losses("l"))
+	}
+	// Before its first listing, the remote site is pending: its
+	// placeholders' leases, from an earlier CLS, wait for it.
+	st.mu.Lock()
+	told, pendingFar := st.pending["far"]
+	_, pendingLocal := st.pending["l"]
+	st.mu.Unlock()
+	if !pendingFar || told != 0 || pendingLocal {
+		t.Errorf("pending: far %v (after %d listings), local %v; want far only, before its first listing", pendingFar, told, pendingLocal)
 	}
 
 	cut := time.Now()

@@ -31,10 +31,27 @@ type holding struct {
 }
 
 // reached is one site's: when it last answered, since when it has
-// answered without a failure between, and whether its last listing failed.
+// answered without a failure between, whether its last listing failed,
+// and whether it has neither answered nor failed since the CLS started
+// (pending).
 type reached struct {
 	at, upSince time.Time
 	down        bool
+	pending     bool
+}
+
+// Pending notes that site has not answered since the CLS started and its
+// first listing is under way: until it answers its placeholders cannot
+// be heard (a tunnel site's cannot even reach the CLS before its forward
+// is made again), so their leases are held, then for a lease from its
+// answer; a failed first listing holds them as a cut.
+func (r *Reach) Pending(site string) {
+	if r.sites == nil {
+		r.sites, r.held = map[string]*reached{}, map[string]bool{}
+	}
+	if r.sites[site] == nil {
+		r.sites[site] = &reached{pending: true}
+	}
 }
 
 // Reached notes that site answered at at.
@@ -46,6 +63,9 @@ func (r *Reach) Reached(site string, at time.Time) {
 	if s == nil {
 		s = &reached{at: at, upSince: at}
 		r.sites[site] = s
+	}
+	if s.pending {
+		s.pending, s.upSince = false, at
 	}
 	if s.down {
 		s.down, s.upSince = false, at
@@ -64,7 +84,7 @@ func (r *Reach) Lost(site string) {
 		r.sites, r.held = map[string]*reached{}, map[string]bool{}
 	}
 	if s := r.sites[site]; s != nil {
-		s.down = true
+		s.down, s.pending = true, false
 	} else {
 		r.sites[site] = &reached{down: true}
 	}
@@ -91,6 +111,9 @@ func (r *Reach) Hold(site string, heard, now time.Time, lease, grace time.Durati
 	s := r.sites[site]
 	if s == nil || grace <= 0 || now.Sub(heard) >= grace {
 		return false, false
+	}
+	if s.pending {
+		return true, false // not asked yet: nothing known of a cut to log
 	}
 	due := heard
 	if s.upSince.After(due) {
@@ -122,6 +145,10 @@ func (g *Registry) SiteAnswered(site string, asked, answered time.Time, ok bool,
 		g.reach.Reached(site, asked) // it answered after this, at the latest when asked for
 	}
 }
+
+// SitePending notes that site, one a network can cut off, has not been
+// listed since the CLS started (Reach.Pending).
+func (g *Registry) SitePending(site string) { g.reach.Pending(site) }
 
 // HoldLapsed is Reach.Hold for a lapsed lease of placeholder ph of the
 // site that site names (asked only while some site is watched), logging

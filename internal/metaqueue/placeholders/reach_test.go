@@ -12,8 +12,9 @@ func TestReachHold(t *testing.T) {
 	heard := t0
 	lapsed := t0.Add(lease)
 	type event struct {
-		at   time.Time
-		lost bool // the listing failed
+		at      time.Time
+		lost    bool // the listing failed
+		pending bool // the first listing since the CLS started is under way
 	}
 	tests := []struct {
 		name   string
@@ -34,15 +35,25 @@ func TestReachHold(t *testing.T) {
 			lapsed.Add(time.Minute + lease), grace, false},
 		{"answers far apart (a site with no placeholders left is listed seldom): lapses", "far", []event{{at: t0.Add(-time.Second)}, {at: lapsed.Add(time.Second)}},
 			lapsed.Add(2 * time.Second), grace, false},
+		{"not listed since the CLS started: held", "far", []event{{pending: true}}, lapsed.Add(time.Minute), grace, true},
+		{"not listed since the CLS started, past the grace: lapses", "far", []event{{pending: true}}, heard.Add(grace), grace, false},
+		{"first answer less than a lease ago: held", "far", []event{{pending: true}, {at: lapsed.Add(time.Minute)}}, lapsed.Add(time.Minute + lease - time.Second), grace, true},
+		{"first answer a lease ago, and answered since: lapses", "far", []event{{pending: true}, {at: lapsed.Add(time.Minute)}, {at: lapsed.Add(time.Minute + lease)}},
+			lapsed.Add(time.Minute + lease), grace, false},
+		{"first listing failed: held as a cut", "far", []event{{pending: true}, {lost: true}}, lapsed.Add(time.Minute), grace, true},
+		{"pending again changes nothing (a site set anew)", "far", []event{{at: t0.Add(-10 * time.Second)}, {pending: true}, {at: t0.Add(15 * time.Second)}, {at: lapsed}}, lapsed, grace, false},
 		{"no grace: never held", "far", []event{{at: t0.Add(-time.Hour)}, {at: t0.Add(time.Second), lost: true}}, lapsed, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var r Reach
 			for _, e := range tc.events {
-				if e.lost {
+				switch {
+				case e.pending:
+					r.Pending("far")
+				case e.lost:
 					r.Lost("far")
-				} else {
+				default:
 					r.Reached("far", e.at)
 				}
 			}
@@ -60,7 +71,11 @@ func TestReachFirstHoldAndForget(t *testing.T) {
 	if r.Watching() {
 		t.Fatal("watching before any site answered")
 	}
-	r.Lost("near") // a CLS restarted during a cut: its first listing fails
+	r.Pending("near") // a CLS restarted: its first listing is under way
+	if hold, first := r.Hold("near", t0, t0.Add(2*lease), lease, time.Hour); !hold || first {
+		t.Fatalf("a site not listed yet: hold = %v, first = %v; want held, with no cut to log", hold, first)
+	}
+	r.Lost("near") // during a cut: its first listing fails
 	if hold, _ := r.Hold("near", t0, t0.Add(2*lease), lease, time.Hour); !hold {
 		t.Fatal("a site that failed its first listing does not hold")
 	}

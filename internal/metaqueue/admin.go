@@ -113,7 +113,9 @@ func (n selectNames) Queue(name string) (int64, bool) {
 // when live, else its row.
 func (s *Store) selectFacts(id int64) (selector.Job, error) {
 	if j, live := s.g.Node(id); live {
-		return selector.Job{ID: id, Found: true, Live: true, State: j.State, Queue: s.queueIDs[j.Queue].Name}, nil
+		ru := s.running[id]
+		return selector.Job{ID: id, Found: true, Live: true, State: j.State, Prefetched: ru != nil && ru.Unstarted,
+			Queue: s.queueIDs[j.Queue].Name}, nil
 	}
 	sj, err := s.storedJob(id)
 	if protocol.IsCode(err, protocol.CodeNotFound) {

@@ -15,7 +15,8 @@ import (
 // (P, never started) deletes it without saying it executed: no start
 // time, no elapsed time, nothing charged to its queue's budget; an
 // executing job deleted beside it is charged what it ran and keeps its
-// start.
+// start. mqhold and mqalter refuse the prefetched job naming its state
+// as mqstat shows it.
 func TestDeletePrefetched(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -31,6 +32,15 @@ func TestDeletePrefetched(t *testing.T) {
 	}
 	run, held := r.Jobs[0], r.Jobs[1]
 	e.mustBe(run.ID, job.Executing)
+	e.mustBe(held.ID, job.Prefetched)
+	// mqhold and mqalter refuse it as what mqstat shows: prefetched.
+	sel := protocol.Select{IDs: []int64{held.ID}, Atomic: true}
+	if r, err := e.s.Hold(ctx, sel); err != nil || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "is prefetched") {
+		t.Errorf("Hold of the prefetched job: %+v, %v; want it said prefetched", r, err)
+	}
+	if r, err := e.s.Alter(ctx, protocol.Alter{Select: sel, Priority: new(5)}); err != nil || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "is prefetched") {
+		t.Errorf("Alter of the prefetched job: %+v, %v; want it said prefetched", r, err)
+	}
 	e.mustBe(held.ID, job.Prefetched)
 	e.clock.Advance(3 * time.Second)
 	e.del(run.ID, held.ID)

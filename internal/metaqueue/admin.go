@@ -113,7 +113,9 @@ func (n selectNames) Queue(name string) (int64, bool) {
 // when live, else its row.
 func (s *Store) selectFacts(id int64) (selector.Job, error) {
 	if j, live := s.g.Node(id); live {
-		return selector.Job{ID: id, Found: true, Live: true, State: j.State, Queue: s.queueIDs[j.Queue].Name}, nil
+		ru := s.running[id]
+		return selector.Job{ID: id, Found: true, Live: true, State: j.State, Prefetched: ru != nil && ru.Unstarted,
+			Queue: s.queueIDs[j.Queue].Name}, nil
 	}
 	sj, err := s.storedJob(id)
 	if protocol.IsCode(err, protocol.CodeNotFound) {
@@ -144,20 +146,26 @@ func (s *Store) Delete(ctx context.Context, sel protocol.Select) (protocol.Actio
 	return s.actRun(ctx, sel, selector.Delete, func(id int64) error {
 		j, _ := s.g.Node(id)
 		reason := "deleted by user"
+		unstarted := false
 		if j.State == job.Executing {
 			reason = "deleted by user while executing"
 			if err := s.stopCopies(id, reason); err != nil {
 				return err
 			}
-			// Its attempt ran until now: that is spent too.
-			if ru := s.running[id]; ru != nil {
+			ru := s.running[id]
+			if unstarted = ru != nil && ru.Unstarted; unstarted {
+				// Prefetched (P): its placeholder held it for a slot
+				// and never ran it, so nothing was spent.
+				reason = "deleted by user before it started (prefetched)"
+			} else if ru != nil {
+				// Its attempt ran until now: that is spent too.
 				if err := s.charge(id, s.queueIDs[j.Queue], ru, ru.Started, s.now(), false); err != nil {
 					return err
 				}
 			}
 			s.stopRun(id)
 		}
-		return s.deleteJob(id, reason)
+		return s.deleteJob(id, reason, unstarted)
 	}).Act()
 }
 

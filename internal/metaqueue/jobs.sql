@@ -58,7 +58,9 @@ WHERE id = ?2;
 UPDATE jobs SET command = ? WHERE id = ?;
 
 -- name: Delete
-UPDATE jobs SET state = 'X', finished = ?, reason = ? WHERE id = ?;
+-- The third parameter true: the job was prefetched and never started, so
+-- it keeps no start time (mqstat -j shows no run, no elapsed time).
+UPDATE jobs SET state = 'X', finished = ?, reason = ?, started = iif(?, NULL, started) WHERE id = ?;
 
 -- name: Claim
 -- Marks jobs Executing for one placeholder (?1) from ?2 on and returns what

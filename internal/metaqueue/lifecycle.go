@@ -324,9 +324,10 @@ func (s *Store) follow(ch []dag.Change, err error) error {
 	return s.applyChanges(ch, -1, nil)
 }
 
-// deleteJob ends live job id Deleted for reason.
-func (s *Store) deleteJob(id int64, reason string) error {
-	if _, err := s.stmts.del.Exec(micros(s.now()), reason, id); err != nil {
+// deleteJob ends live job id Deleted for reason; unstarted says its
+// attempt was prefetched and never started.
+func (s *Store) deleteJob(id int64, reason string, unstarted bool) error {
+	if _, err := s.stmts.del.Exec(micros(s.now()), reason, unstarted, id); err != nil {
 		return fatalError{err}
 	}
 	return s.set(id, job.Deleted)

@@ -27,6 +27,10 @@ import (
 const (
 	MaxBytes = 256 << 20 // of the JSON document
 	MaxTasks = 1_000_000
+	// MaxRuntime bounds a task's runtime in seconds (about 31 years, a
+	// job's longest estimate): past it the trace is broken, and the
+	// simulators and planners would print sums of it as results.
+	MaxRuntime = 1e9
 )
 
 // Workflow is a trace reduced to what a workload needs.
@@ -344,8 +348,8 @@ func indexTasks(tasks []Task) (map[string]int, error) {
 		if _, dup := byID[t.ID]; dup {
 			return nil, fmt.Errorf("wfformat: task id %q appears twice", t.ID)
 		}
-		if math.IsNaN(t.Runtime) || math.IsInf(t.Runtime, 0) || t.Runtime < 0 {
-			return nil, fmt.Errorf("wfformat: task %q has runtime %v", t.ID, t.Runtime)
+		if math.IsNaN(t.Runtime) || t.Runtime < 0 || t.Runtime > MaxRuntime {
+			return nil, fmt.Errorf("wfformat: task %q has runtime %v s, want 0..%g", t.ID, t.Runtime, float64(MaxRuntime))
 		}
 		byID[t.ID] = i
 	}

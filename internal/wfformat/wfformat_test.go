@@ -92,6 +92,8 @@ func TestReadErrors(t *testing.T) {
 		{doc(task("a", `"a"`, "1")), "its own parent"},
 		{doc(task("a", ``, "1"), task("a", ``, "1")), "appears twice"},
 		{doc(task("a", ``, "-1")), "runtime -1"},
+		{doc(task("a", ``, "1e300")), `task "a" has runtime 1e+300 s, want 0..1e+09`},
+		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":2e9}]}}}`, "runtime 2e+09 s"},
 		{doc(`{"name":"a"}`), "no runtime"},
 		{doc(`{"name":"a","runtime":1,"files":[{"link":"both","name":"f"}]}`), `link "both"`},
 		{doc(`{"name":"a","runtime":1,"children":["q"]}`), `unknown child "q"`},

@@ -260,7 +260,9 @@ func exportOne(ctx context.Context, out *lineEnd, j protocol.JobInfo, stream str
 // commit too) removes the temporary file. FILE's directory is opened as pathguard opens it, and the
 // temporary file made and renamed in it by descriptor: another user's
 // /tmp/exports linking to a directory of ours would otherwise have the
-// export replace our file of that name there.
+// export replace our file of that name there. FILE gets the mode the
+// shell's > would leave: an existing file's own, else 0666 less the
+// umask (as cls files get writes), not the temporary file's.
 func createExport(path string) (f *os.File, commit, abort func() error, err error) {
 	dir, err := pathguard.OpenRoot(filepath.Dir(path))
 	if err != nil {
@@ -269,7 +271,7 @@ func createExport(path string) (f *os.File, commit, abort func() error, err erro
 	var tmp string
 	for try := 0; ; try++ {
 		tmp = "." + filepath.Base(path) + "." + strconv.FormatUint(rand.Uint64(), 36)
-		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if err == nil || !errors.Is(err, fs.ErrExist) || try == 9 {
 			break
 		}
@@ -277,6 +279,14 @@ func createExport(path string) (f *os.File, commit, abort func() error, err erro
 	if err != nil {
 		dir.Close()
 		return nil, nil, nil, fmt.Errorf("--output-file: %w", err)
+	}
+	if fi, err := dir.Lstat(filepath.Base(path)); err == nil && fi.Mode().IsRegular() {
+		if err := f.Chmod(fi.Mode().Perm()); err != nil {
+			f.Close()
+			dir.Remove(tmp)
+			dir.Close()
+			return nil, nil, nil, fmt.Errorf("--output-file: %w", err)
+		}
 	}
 	commit = func() error { // on an error, abort still removes tmp
 		if err := f.Sync(); err != nil {

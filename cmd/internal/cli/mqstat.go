@@ -571,7 +571,9 @@ func printJob(w io.Writer, d protocol.JobDetail) {
 	} else if b != nil {
 		p("blocked by", fmt.Sprintf("job %d (%s, target %s): mqsub --rerun %d, or mqdel this job", b.Job, joboutput.StateName(b.State), b.Target, b.Job))
 	}
-	p("usage", acct.UsageLine(d.Accounting, d.Finished != ""))
+	// A job that never started (deleted while held, queued or
+	// prefetched) ran for no time: no elapsed 0.000s.
+	p("usage", acct.UsageLine(d.Accounting, d.Started != "" && d.Finished != ""))
 	p("output lost", d.OutputLost)
 	if d.Stdout != "" {
 		here := d.Host != "" && d.Host == joboutput.ThisHost()
@@ -617,8 +619,12 @@ func attemptLines(d protocol.JobDetail) []attemptLine {
 		if a.Exit != nil {
 			exit = fmt.Sprint(*a.Exit)
 		}
-		line := fmt.Sprintf("%s on %s, %s to %s, exit %s: %s", a.Site, a.Host, a.Started, a.Finished, exit, a.Reason)
-		if u := acct.UsageLine(a.Accounting, a.Finished != ""); u != "" {
+		span := a.Started + " to " + a.Finished
+		if a.Started == "" {
+			span = "not started, ended " + a.Finished // deleted while prefetched, then rerun
+		}
+		line := fmt.Sprintf("%s on %s, %s, exit %s: %s", a.Site, a.Host, span, exit, a.Reason)
+		if u := acct.UsageLine(a.Accounting, a.Started != "" && a.Finished != ""); u != "" {
 			line += "; " + u
 		}
 		if a.OutputLost != "" {

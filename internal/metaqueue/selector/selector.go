@@ -59,7 +59,10 @@ type Job struct {
 	Found bool // false: no job has this id
 	Live  bool
 	State job.State
-	Queue string // its queue's name
+	// Prefetched: State is Executing, but its placeholder holds it for a
+	// free slot and has not started it (shown P), which refusals say.
+	Prefetched bool
+	Queue      string // its queue's name
 	// Refused, when set, is why the action refuses this job although its
 	// state allows it (mqalter: a request it would make too large).
 	Refused string
@@ -78,9 +81,17 @@ func (a Action) Refusal(j Job, queue string) string {
 	case queue != "" && j.Queue != queue:
 		return fmt.Sprintf("job %d is not in queue %s", j.ID, queue)
 	case strings.IndexByte(a.States(), byte(j.State)) < 0:
-		return fmt.Sprintf("job %d is %s; %s", j.ID, j.State.Name(), actions[a].why)
+		return fmt.Sprintf("job %d is %s; %s", j.ID, j.shown().Name(), actions[a].why)
 	}
 	return j.Refused
+}
+
+// shown is j's state as mqstat shows it: P for a prefetched job.
+func (j Job) shown() job.State {
+	if j.Prefetched && j.State == job.Executing {
+		return job.Prefetched
+	}
+	return j.State
 }
 
 // rerunRefusal is Refusal for Rerun: only an ended job runs again, and a
@@ -90,7 +101,7 @@ func rerunRefusal(j Job, queue string) string {
 	case j.Live && j.State == job.Blocked:
 		return fmt.Sprintf("job %d is blocked by a failed or deleted prerequisite; rerun that job instead", j.ID)
 	case j.Live:
-		return fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", j.ID, j.State.Name())
+		return fmt.Sprintf("job %d is %s; only ended jobs (done, failed, deleted) can be rerun", j.ID, j.shown().Name())
 	case queue != "" && j.Queue != queue:
 		return fmt.Sprintf("job %d is not in queue %s", j.ID, queue)
 	}

@@ -218,6 +218,9 @@ func TestRefusal(t *testing.T) {
 	ended := func(id int64, st job.State, queue string) Job {
 		return Job{ID: id, Found: true, State: st, Queue: queue}
 	}
+	prefetched := func(id int64) Job {
+		return Job{ID: id, Found: true, Live: true, State: job.Executing, Prefetched: true, Queue: "default"}
+	}
 	// The words are mqdel's, mqsub --rerun's, mqhold's and mqrls's.
 	for _, tc := range []struct {
 		a     Action
@@ -245,6 +248,10 @@ func TestRefusal(t *testing.T) {
 		{Hold, live(5, job.Queued, "default"), "fast", "job 5 is not in queue fast"},
 		{Hold, ended(6, job.Failed, "default"), "", "job 6 has already ended (failed)"},
 		{Hold, Job{ID: 9}, "", "job 9 does not exist"},
+		{Hold, prefetched(5), "", "job 5 is prefetched; only waiting or queued jobs can be held"},
+		{Delete, prefetched(5), "", ""},
+		{Rerun, prefetched(5), "", "job 5 is prefetched; only ended jobs (done, failed, deleted) can be rerun"},
+		{Alter, prefetched(5), "", "job 5 is prefetched; only jobs not started (waiting, queued or held) can be changed"},
 		{Release, live(7, job.Held, "default"), "", ""},
 		{Release, live(7, job.Queued, "default"), "", "job 7 is queued; only held jobs can be released"},
 		{Release, ended(8, job.Done, "default"), "", "job 8 has already ended (done)"},

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,7 +57,7 @@ func TestDriverManyExecs(t *testing.T) {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		var ms runtime.MemStats
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -68,9 +68,9 @@ func TestDriverManyExecs(t *testing.T) {
 				maxPending.Store(p)
 			}
 			if i%20 == 0 {
-				runtime.ReadMemStats(&ms)
-				if int64(ms.HeapInuse) > maxHeap.Load() {
-					maxHeap.Store(int64(ms.HeapInuse))
+				metrics.Read(live)
+				if v := int64(live[0].Value.Uint64()); v > maxHeap.Load() {
+					maxHeap.Store(v)
 				}
 			}
 		}
@@ -124,13 +124,16 @@ func TestDriverManyExecs(t *testing.T) {
 		t.Error(err)
 	}
 	el := time.Since(start)
-	t.Logf("10,000 jobs in %v (%.0f jobs/s); most pending %d; heap in use at most %.1f MB",
+	t.Logf("10,000 jobs in %v (%.0f jobs/s); most pending %d; live heap at most %.1f MB",
 		el, 10000/el.Seconds(), maxPending.Load(), float64(maxHeap.Load())/1e6)
 	if maxPending.Load() > 100 {
 		t.Errorf("%d jobs pending at once with a buffer of 100", maxPending.Load())
 	}
-	if maxHeap.Load() > 64<<20 {
-		t.Errorf("heap in use reached %d bytes", maxHeap.Load())
+	// The live heap (marked at each GC), not heap in use: in use counts
+	// garbage the collector has not reached yet, which grew to 94 MB on a
+	// loaded machine while the live heap stayed near 6 MB.
+	if maxHeap.Load() > 16<<20 {
+		t.Errorf("live heap reached %d bytes", maxHeap.Load())
 	}
 	if s := h.summary()["default"]; s["D"] != 10000 {
 		t.Errorf("the metaqueue has %v, want 10,000 done jobs", s)

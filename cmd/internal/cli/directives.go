@@ -48,6 +48,10 @@ func applyDirectives(c *cli.Context, env Env) error {
 	if !jobscript.ViaShell(c.Args().Tail()) {
 		warnRunnable(c, env, script, path)
 	}
+	if h.BOM {
+		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s begins with a UTF-8 byte order mark, which the system and shells take as part of its first line (its #! is not seen): save it without one\n",
+			c.App.Name, script)
+	}
 	if len(h.Lines) == 0 && len(h.Foreign) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "%s: warning: %s's %s lines are not read: write them as %s lines of mqsub's flags (%s --time 4:00:00 -c 8 --mem 16G)\n",
 			c.App.Name, script, strings.Join(h.Foreign, ", "), jobscript.Prefix, jobscript.Prefix)

@@ -29,6 +29,7 @@ func TestMqsubDirectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("my project/job.sh", "#!/bin/sh\n#MQ -q spaced -c 3\necho hi\n")
+	write("bom.sh", "\ufeff#!/bin/sh\n#MQ -q marked -c 5\necho hi\n")
 	for _, tc := range []struct {
 		name      string
 		args      []string
@@ -50,6 +51,7 @@ func TestMqsubDirectives(t *testing.T) {
 		{"quoted", []string{"t", `sh "job.sh"`}, 2, 1 << 30, 4 * 3600, "long", 5, "", true},
 		{"a space in its path", []string{"t", `sh 'my project/job.sh'`}, 3, 0, 0, "spaced", 0, "", true},
 		{"a space escaped", []string{"t", `./my\ project/job.sh`}, 3, 0, 0, "spaced", 0, "", true},
+		{"a byte order mark", []string{"t", "./bom.sh"}, 5, 0, 0, "marked", 0, "bom.sh begins with a UTF-8 byte order mark", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, e, code := tb.mqsub("", append([]string{"-d", dir}, tc.args...)...)

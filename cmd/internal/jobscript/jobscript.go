@@ -45,6 +45,10 @@ type Head struct {
 	// Foreign are the other batch systems' prefixes its top uses
 	// (#SBATCH, #PBS, #$, #BSUB), which mqsub does not read.
 	Foreign []string
+	// BOM: the script begins with a UTF-8 byte order mark (some editors
+	// write one). Its #MQ lines are read past it; the system and shells
+	// take it as part of the first line, so mqsub warns.
+	BOM bool
 }
 
 // Read reads the head of a script: at most 64 KiB, up to its first
@@ -54,7 +58,11 @@ func Read(r io.Reader) (Head, error) {
 	var h Head
 	sc := bufio.NewScanner(io.LimitReader(r, maxHead))
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if n == 1 {
+			text, h.BOM = strings.CutPrefix(text, "\ufeff")
+		}
+		line := strings.TrimSpace(text)
 		if line == "" {
 			continue
 		}

@@ -1057,6 +1057,10 @@ type Progress struct {
 	Queue string  `json:"queue,omitempty"`
 	// Target selects the jobs of one target (with Queue, of that queue only).
 	Target string `json:"target,omitempty"`
+	// TargetPrefix, instead of Target, selects the jobs of every target
+	// whose name starts with it, those made while the stream runs too
+	// (mqwait --target-prefix; a --wfformat replay's).
+	TargetPrefix string `json:"target_prefix,omitempty"`
 	// IntervalMS is the time between frames (default 1000, at least 100).
 	IntervalMS int `json:"interval_ms,omitempty"`
 	// Once sends one frame (the counts now) and ends.

@@ -46,6 +46,7 @@ func (c progressCore) Do(ctx context.Context, fn func(progress.State, progress.S
 
 func (c progressCore) Node(id int64) (dag.Node, bool)           { return c.s.g.Node(id) }
 func (c progressCore) Lookup(name string) (dag.TargetID, bool)  { return c.s.g.Lookup(name) }
+func (c progressCore) TargetName(t dag.TargetID) string         { return c.s.g.Name(t) }
 func (c progressCore) NextID() int64                            { return c.s.nextID }
 func (c progressCore) EachSpent(f func(int32, string, float64)) { c.s.ledger.EachSpent(f) }
 func (c progressCore) Queue(name string) (int32, bool)          { return c.s.queueID(name) }

@@ -116,6 +116,10 @@ func TestProgressBadRequests(t *testing.T) {
 		{Target: "nope"},
 		{Queue: "nope"},
 		{IDs: []int64{42}},
+		{Target: "a", TargetPrefix: "a"},
+		{IDs: []int64{1}, TargetPrefix: "a"},
+		{TargetPrefix: "a b"},
+		{TargetPrefix: "a", Spending: true, Once: true},
 	} {
 		err := e.s.Progress().Stream(context.Background(), req, func(protocol.ProgressReply) error { return nil })
 		if err == nil {
@@ -134,5 +138,53 @@ func TestProgressEndsAtOnceWhenNothingPending(t *testing.T) {
 	})
 	if err != nil || len(frames) != 1 || !frames[0].Ended || frames[0].Total != 0 {
 		t.Fatalf("frames = %+v, %v", frames, err)
+	}
+}
+
+// TestProgressTargetPrefix: a stream of the targets whose names start with
+// a prefix (mqwait --target-prefix) counts their jobs, one of a target made
+// while it runs too, and no other target's; it ends when they have, naming
+// the one that failed.
+func TestProgressTargetPrefix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit(spec("wf-a", "true"), spec("wf-b", "false"), spec("wf-é", "true"), spec("wfx", "true"), spec("other", "true"))
+	frames, done := follow(t, e.s, protocol.Progress{TargetPrefix: "wf-", IntervalMS: 100})
+	if first := <-frames; first.Total != 3 || first.Counts["Q"] != 3 || first.Ended {
+		t.Fatalf("first frame = %+v, want the 3 jobs of wf-a, wf-b and wf-é queued", first)
+	}
+	e.submit1("wf-c", "true")
+	deadline := time.After(30 * time.Second)
+	for f := <-frames; f.Total != 4; {
+		select {
+		case f = <-frames:
+		case <-deadline:
+			t.Fatalf("the job of wf-c, made while the stream ran, was not counted: %+v", f)
+		}
+	}
+	var once []protocol.ProgressReply
+	err := e.s.Progress().Stream(t.Context(), protocol.Progress{Queue: protocol.DefaultQueue, TargetPrefix: "wf", Once: true}, func(r protocol.ProgressReply) error {
+		once = append(once, r)
+		return nil
+	})
+	if err != nil || len(once) != 1 || once[0].Total != 5 {
+		t.Fatalf("once, prefix wf in the default queue = %+v, %v; want 5 jobs", once, err)
+	}
+	ph := e.register("s")
+	var reps []protocol.Report
+	for _, a := range e.next(ph, 10) {
+		if a.ID == ids[1] {
+			reps = append(reps, exit(a, 3))
+		} else {
+			reps = append(reps, ok(a))
+		}
+	}
+	e.report(ph, reps...)
+	last := lastFrame(t, frames, done)
+	if !last.Ended || last.Total != 4 || last.Counts["D"] != 3 || last.Counts["F"] != 1 {
+		t.Fatalf("last frame = %+v, want 3 done and 1 failed", last)
+	}
+	if len(last.NotDone) != 1 || last.NotDone[0].ID != ids[1] {
+		t.Fatalf("not done = %+v, want job %d (wf-b)", last.NotDone, ids[1])
 	}
 }

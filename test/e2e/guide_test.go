@@ -276,6 +276,7 @@ func TestGuideWatching(t *testing.T) {
 		{`mqstat -a`, 0, regexp.MustCompile(`^ID .*\n1-100\s+gram_neg\s+protein1BLAST\s+A\s.*array 1-100, 100 jobs: .*\n$`)},
 		{`mqwait -t protein1BLAST`, 0, mqwaitDone},
 		{`mqwait -q gram_neg`, 0, mqwaitDone},
+		{`mqwait --target-prefix protein`, 0, mqwaitDone},
 		{`mqwait --timeout 2h 1-100`, 0, mqwaitDone},
 		{`mqstat 1 2 99-100`, 0, regexp.MustCompile(`^ID .*\n1\s+gram_neg\s+protein1BLAST\s+D\s.*\n2\s+gram_neg\s.*\n99\s+gram_neg\s.*\n100\s+gram_neg\s+protein1BLAST\s+D\s.*\n$`)},
 		{`mqstat --format id,state,exit,where -s D --limit 2`, 0, regexp.MustCompile(`^ID\tSTATE\tEXIT\tWHERE\n1\tD\t0\t[^\t\n/]+\n2\tD\t0\t[^\t\n/]+\n$`)},
@@ -292,7 +293,7 @@ func TestGuideWatching(t *testing.T) {
 		{`mqstat -j 109`, 0, regexp.MustCompile(`\nreason:\s+output: stdout and stderr passed the cap of 1048576 bytes per job \(queue capped's --max-output\); the job was stopped\n`)},
 	}
 	checkSteps(t, "the page", steps, want)
-	if b, err := os.ReadFile(filepath.Join(h.dir, "arr.txt")); err != nil || string(b) != steps[15].out {
+	if b, err := os.ReadFile(filepath.Join(h.dir, "arr.txt")); err != nil || string(b) != steps[16].out {
 		t.Errorf("arr.txt is %q (%v), want what mqstat --cat 104-108 printed", b, err)
 	}
 	if d := h.job(103); d.State != "W" {

@@ -265,6 +265,7 @@ func TestSelectionEmptyNames(t *testing.T) {
 		{Mqhold, []string{"mqhold", "--all", "-t", ""}, "mqhold: -t: empty target name (see mqhold --help)\n"},
 		{Mqsub, []string{"mqsub", "--rerun", "-q", "", "-s", "F"}, "mqsub: -q: empty queue name (see mqsub --help)\n"},
 		{Mqwait, []string{"mqwait", "-t", ""}, "mqwait: -t: empty target name (see mqwait --help)\n"},
+		{Mqwait, []string{"mqwait", "--target-prefix", ""}, "mqwait: --target-prefix: empty prefix (mqwait with no -t waits for every target) (see mqwait --help)\n"},
 		{Mqstat, []string{"mqstat", "-t", ""}, "mqstat: -t: empty target name (see mqstat --help)\n"},
 		{Mqstat, []string{"mqstat", "--cat", "all", "-q", ""}, "mqstat: -q: empty queue name (see mqstat --help)\n"},
 	} {

@@ -15,11 +15,13 @@ import (
 // Mqwait returns the mqwait command.
 func Mqwait(env Env) *cli.App {
 	app := NewApp("mqwait", "wait for jobs to end, showing progress", env)
-	app.UsageText = `mqwait [-q QUEUE] [-t TARGET] [--timeout DURATION] [-Q]
+	app.UsageText = `mqwait [-q QUEUE] [-t TARGET | --target-prefix PREFIX] [--timeout DURATION] [-Q]
    mqwait ID... | FIRST-LAST`
 	app.Description = `Follows a set of jobs until none is waiting, queued, held or executing: the jobs
 named (ids, or one range FIRST-LAST as mqsub -f and --array print them), or
-every job of a queue and/or target, or without any of these every job. On a
+every job of a queue and/or target (or of the targets whose names start with
+--target-prefix, those made meanwhile too: a --wfformat replay's), or
+without any of these every job. On a
 terminal it shows a bar with the jobs ended, the rate, the done/failed
 counts and an ETA; otherwise a line whenever the counts change. Exits 0 when
 every job ended done, 1 naming those that did not (failed, blocked, or,
@@ -31,13 +33,15 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 	app.Flags = []cli.Flag{
 		&cli.StringFlag{Name: "q", Aliases: []string{"queue"}, Usage: "the jobs of this queue"},
 		&cli.StringFlag{Name: "t", Aliases: []string{"target"}, Usage: "the jobs of this target"},
+		&cli.StringFlag{Name: "target-prefix", Usage: "the jobs of the targets whose names start with `PREFIX`"},
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between updates"},
 		&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 1) after this long; 0 = never"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "show no progress, only the failures"},
 	}
 	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
 	app.Action = func(c *cli.Context) error {
-		req := protocol.Progress{Queue: c.String("q"), Target: c.String("t"), IntervalMS: int(c.Duration("interval") / time.Millisecond)}
+		req := protocol.Progress{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"),
+			IntervalMS: int(c.Duration("interval") / time.Millisecond)}
 		if c.Duration("interval") < 100*time.Millisecond {
 			return Usagef("--interval must be at least 100ms")
 		}
@@ -47,12 +51,20 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		if err := emptyName(c); err != nil {
 			return err
 		}
+		if c.IsSet("target-prefix") {
+			if req.TargetPrefix == "" {
+				return Usagef("--target-prefix: empty prefix (mqwait with no -t waits for every target)")
+			}
+			if req.Target != "" {
+				return Usagef("give -t or --target-prefix, not both")
+			}
+		}
 		if c.Duration("timeout") < 0 {
 			return Usagef("--timeout must not be negative")
 		}
 		if c.NArg() > 0 {
-			if req.Queue != "" || req.Target != "" {
-				return Usagef("give job ids or -q/-t, not both")
+			if req.Queue != "" || req.Target != "" || req.TargetPrefix != "" {
+				return Usagef("give job ids or -q/-t/--target-prefix, not both")
 			}
 			if strings.EqualFold(c.Args().First(), "all") {
 				return Usagef("\"all\" is not a job id: mqwait with no ids, -q or -t waits for every job")
@@ -97,7 +109,11 @@ func nothingToWait(c *cli.Context, req protocol.Progress) error {
 		return exitError{code: ExitFailed, msg: jobids.RangeUnknown(req.First, req.Last)}
 	}
 	if !c.Bool("Q") {
-		fmt.Fprintf(c.App.ErrWriter, "%s: nothing to wait for: no job%s (deleted ones do not count)\n", c.App.Name, selectionText(0, 0, req.Queue, req.Target))
+		sel := selectionText(0, 0, req.Queue, req.Target)
+		if p := req.TargetPrefix; p != "" {
+			sel += " whose target starts with " + protocol.Printable(p)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "%s: nothing to wait for: no job%s (deleted ones do not count)\n", c.App.Name, sel)
 	}
 	return nil
 }

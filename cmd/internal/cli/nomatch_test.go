@@ -70,6 +70,8 @@ func TestNothingMatched(t *testing.T) {
 		{Mqsub, []string{"mqsub", "--rerun", "4-5"}, 1, "mqsub: nothing rerun: jobs 4-5 do not exist\n"},
 		{Mqwait, []string{"mqwait", "-Q", "4-5"}, 1, "mqwait: jobs 4-5 do not exist\n"},
 		{Mqwait, []string{"mqwait", "-Q", "-t", "b"}, 0, ""},
+		{Mqwait, []string{"mqwait", "--target-prefix", "zz"}, 0, "mqwait: nothing to wait for: no job whose target starts with zz (deleted ones do not count)\n"},
+		{Mqwait, []string{"mqwait", "-q", "default", "--target-prefix", "b"}, 0, "mqwait: nothing to wait for: no job of -q default whose target starts with b (deleted ones do not count)\n"},
 		{clsPurge, []string{"cls", "purge", "--ended-before", "0", "-t", "a"}, 0, "cls: nothing purged: no job of -t a is done, failed or deleted with --ended-before 0\n"},
 		{clsPurge, []string{"cls", "purge", "--ended-before", "0", "4-5"}, 1, "cls: nothing purged: jobs 4-5 do not exist\n"},
 		{clsPurge, []string{"cls", "purge", "--ended-before", "0", "-Q", "-s", "F"}, 0, ""},

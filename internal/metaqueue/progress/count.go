@@ -18,9 +18,11 @@ import (
 // State is what counting a watch reads of the core, on the core
 // goroutine.
 type State interface {
-	// Node is a job in memory (not ended), Lookup a target of the graph.
+	// Node is a job in memory (not ended), Lookup a target of the graph
+	// and TargetName its name.
 	Node(id int64) (dag.Node, bool)
 	Lookup(target string) (dag.TargetID, bool)
+	TargetName(t dag.TargetID) string
 	// NextID is the id the next job submitted will get.
 	NextID() int64
 	// Queue is the id of the queue named.
@@ -90,6 +92,9 @@ func (w *Watch) count(st State) error {
 			return err
 		}
 		return w.countRowsOf(st.Query)
+	case w.req.TargetPrefix != "":
+		w.name = st.TargetName
+		return w.countRowsOf(st.Query)
 	default:
 		st.EachCount(func(qid int32, c *[128]int) {
 			if w.hasQ && qid != w.queue {
@@ -121,8 +126,9 @@ func (w *Watch) rangeKnown(st State) (counted bool, err error) {
 }
 
 // readsRows reports whether counting the watch reads rows: a target's
-// jobs, a range's or listed ones, rather than the core's counts by queue.
-func (w *Watch) readsRows() bool { return w.req.Target != "" || w.named() }
+// jobs, a target prefix's, a range's or listed ones, rather than the
+// core's counts by queue.
+func (w *Watch) readsRows() bool { return w.req.Target != "" || w.req.TargetPrefix != "" || w.named() }
 
 // lookup names, on the core, what the watch's request does: its queue and
 // target, its range or listed jobs checked to exist (those past the last
@@ -146,6 +152,11 @@ func (w *Watch) lookup(st State) (counted bool, err error) {
 		if past != 0 {
 			return false, notFound(past)
 		}
+		return false, nil
+	case w.req.TargetPrefix != "":
+		// Its targets' jobs are counted from their rows, which may be
+		// many; changes are matched by their target's name.
+		w.name = st.TargetName
 		return false, nil
 	}
 	return w.targetKnown(st)
@@ -471,6 +482,11 @@ func (w *Watch) where() ([]string, []any) {
 	default:
 		if w.hasT {
 			where, args = append(where, "target_id = ?"), append(args, int32(w.target))
+		}
+		if p := w.req.TargetPrefix; p != "" {
+			// Names are valid UTF-8, which has no 0xff byte: those that
+			// start with p are those in [p, p+0xff).
+			where, args = append(where, "target_id IN (SELECT id FROM targets WHERE name >= ? AND name < ?)"), append(args, p, p+"\xff")
 		}
 		if w.hasQ {
 			where, args = append(where, "queue_id = ?"), append(args, w.queue)

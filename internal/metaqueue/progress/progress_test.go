@@ -45,7 +45,8 @@ func (w *world) Lookup(name string) (dag.TargetID, bool) {
 	}
 	return 0, false
 }
-func (w *world) NextID() int64 { return w.nextID }
+func (w *world) TargetName(t dag.TargetID) string { return map[dag.TargetID]string{1: "t", 2: "u"}[t] }
+func (w *world) NextID() int64                    { return w.nextID }
 func (w *world) Queue(name string) (int32, bool) {
 	q, ok := w.queues[name]
 	return q, ok

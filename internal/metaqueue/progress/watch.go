@@ -40,6 +40,9 @@ type Watch struct {
 	target dag.TargetID
 	hasQ   bool
 	hasT   bool
+	// name is the core's name of a target (State.TargetName), set where a
+	// watch of a target prefix is looked up, for has.
+	name   func(dag.TargetID) string
 	counts [128]int
 	// since, while the watch is counted off the core (openOffCore), is
 	// each of its jobs' latest state (0: gone) since it joined the set.
@@ -66,8 +69,19 @@ func check(req protocol.Progress) error {
 			return protocol.Errorf(protocol.CodeBadRequest, "at most %d listed jobs (give a range)", maxIDs)
 		}
 	}
-	if named > 1 || (named == 1 && (req.Queue != "" || req.Target != "")) {
+	if named > 1 || (named == 1 && (req.Queue != "" || req.Target != "" || req.TargetPrefix != "")) {
 		return protocol.Errorf(protocol.CodeBadRequest, "select jobs by a range, by ids, or by queue and target: one of them")
+	}
+	if req.TargetPrefix != "" {
+		if req.Target != "" {
+			return protocol.Errorf(protocol.CodeBadRequest, "select a target or a target prefix, not both")
+		}
+		if err := job.ValidName("target prefix", req.TargetPrefix); err != nil {
+			return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
+		}
+		if req.Spending {
+			return protocol.Errorf(protocol.CodeBadRequest, "spending is counted by queue, target or range, not by a target prefix")
+		}
 	}
 	if err := protocol.CheckMillis("interval_ms", int64(req.IntervalMS)); err != nil {
 		return protocol.Errorf(protocol.CodeBadRequest, "%v", err)
@@ -100,7 +114,8 @@ func (w *Watch) has(c dag.Change) bool {
 	case w.ids != nil:
 		return w.ids[c.ID]
 	}
-	return (!w.hasQ || c.Queue == w.queue) && (!w.hasT || c.Target == w.target)
+	return (!w.hasQ || c.Queue == w.queue) && (!w.hasT || c.Target == w.target) &&
+		(w.req.TargetPrefix == "" || strings.HasPrefix(w.name(c.Target), w.req.TargetPrefix))
 }
 
 func (w *Watch) apply(c dag.Change) {

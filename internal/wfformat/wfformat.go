@@ -251,8 +251,9 @@ func (doc *document) specTasks(sizes map[string]int64, children map[string][]str
 		}
 		et := doc.Workflow.Execution.Tasks[i]
 		t.Runtime = *et.Runtime
-		if et.CoreCount > 0 {
-			t.Cores = et.CoreCount
+		var err error
+		if t.Cores, err = cores(st.ID, et.CoreCount); err != nil {
+			return nil, err
 		}
 		mem, err := memBytes(st.ID, et.Memory, 1)
 		if err != nil {
@@ -280,7 +281,11 @@ func (doc *document) flatTasks(sizes map[string]int64, children map[string][]str
 		if id == "" {
 			id = ot.Name
 		}
-		t := Task{ID: id, Name: ot.Name, Parents: ot.Parents, Cores: max(ot.Cores, 1)}
+		t := Task{ID: id, Name: ot.Name, Parents: ot.Parents}
+		var err error
+		if t.Cores, err = cores(id, ot.Cores); err != nil {
+			return nil, err
+		}
 		mem, err := memBytes(id, ot.Memory, 1024)
 		if err != nil {
 			return nil, err
@@ -336,6 +341,15 @@ func memBytes(id string, v *float64, unit float64) (int64, error) {
 		return 0, fmt.Errorf("wfformat: task %q has memory %v bytes, want 0..%d", id, b, int64(MaxMem))
 	}
 	return int64(b), nil
+}
+
+// cores is task id's cores from the trace's count n: 1 when it gives none
+// (0), an error when it gives fewer.
+func cores(id string, n int) (int, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("wfformat: task %q has %d cores, want at least 1 (or none given)", id, n)
+	}
+	return max(n, 1), nil
 }
 
 // indexTasks checks each task's id and runtime and maps ids to indexes.

@@ -99,6 +99,8 @@ func TestReadErrors(t *testing.T) {
 		{doc(`{"name":"a","runtime":1,"children":["q"]}`), `unknown child "q"`},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[]}}}`, "no runtimeInSeconds"},
 		{doc(`{"name":"a","runtime":1,"memory":-1}`), "memory -1024 bytes"},
+		{doc(`{"name":"a","runtime":1,"cores":-2}`), `task "a" has -2 cores, want at least 1`},
+		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":2,"coreCount":-1}]}}}`, `task "a" has -1 cores`},
 		{doc(`{"name":"a","runtime":1,"memory":1e30}`), `task "a" has memory`},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1,"memoryInBytes":-3}]}}}`, "memory -3 bytes"},
 		{`{"workflow":{"specification":{"tasks":[{"id":"a"}],"files":[{"id":"f","sizeInBytes":-5}]},"execution":{"tasks":[{"id":"a","runtimeInSeconds":1}]}}}`, "size -5"},

@@ -20,22 +20,27 @@ if ! tidy=$(go mod tidy -diff); then
 	echo "$tidy" >&2
 	exit 1
 fi
-# The sites suite (test/sites: real SGE, Slurm and PBS) spends most of
-# its ~24 minutes waiting on the batch systems, and alone it was the
-# longest part of the run: it runs beside every stage below, in its own
-# process group (ended if the script stops early), and its output comes at
-# the end.
+stage "go vet"
+# With the e2e tag: every package, the end-to-end suites' files too (no
+# file is built only without it).
+go vet -tags e2e ./...
+stage "unit tests"
+go test -count=1 -timeout 10m ./...
+
+# The sites suite (test/sites: real SGE, Slurm and PBS) takes ~24 minutes,
+# much of it waiting on the batch systems: the longest part of the run.
+# It runs beside the end-to-end suite and then the race detector, in its
+# own process group (ended if the script stops early); its output comes
+# at the end. (Beside the unit tests too, it slowed them twofold: the
+# machine's two cores, not the waits, bound those stages.)
 sites_log=$(mktemp)
 stage "sites (real batch systems), beside the stages below"
 setsid -w go test -count=1 -tags e2e -timeout 45m ./test/sites >"$sites_log" 2>&1 &
 sites=$!
 trap 'kill -- -$sites 2>/dev/null || true; rm -f "$sites_log"' EXIT
 
-stage "go vet"
-go vet ./...
-go vet -tags e2e ./...
-stage "unit tests"
-go test -count=1 -timeout 10m ./...
+stage "end-to-end (real binaries)"
+go test -count=1 -tags e2e -timeout 45m $(go list -tags e2e ./test/... | grep -v '/test/sites$')
 stage "race detector (core and command packages)"
 if command -v gcc >/dev/null 2>&1; then
 	# SQLite's engine (modernc.org/sqlite/lib, its C translated to Go) is
@@ -50,8 +55,6 @@ if command -v gcc >/dev/null 2>&1; then
 else
 	echo "skipped: the race detector needs cgo (gcc)"
 fi
-stage "end-to-end (real binaries)"
-go test -count=1 -tags e2e -timeout 45m $(go list -tags e2e ./test/... | grep -v '/test/sites$')
 stage "sites (real batch systems): waiting for it"
 rc=0
 wait "$sites" || rc=$?

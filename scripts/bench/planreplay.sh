@@ -18,7 +18,7 @@ trap 'rm -f "$OUT"' EXIT
 cd "$ROOT"
 
 echo "planreplay.sh: load $(cut -d' ' -f1-3 /proc/loadavg)"
-export MQ_PLAN_TIME_SCALE=${MQ_PLAN_TIME_SCALE:-0.02} # the test's own default is 0.01, to be quick in CI
+export MQ_PLAN_TIME_SCALE=${MQ_PLAN_TIME_SCALE:-0.02} # the test's own default is 0.005, to be quick in CI
 MQ_PLAN_OUT=$OUT go test -tags e2e ./test/sites -run 'TestPlanReplayHEFTvsFCFS$' -count=1 -v -timeout 60m 2>&1 |
 	grep -E 'plan_test.go|^(--- |ok|FAIL)' || true
 [ -s "$OUT" ] || { echo "planreplay.sh: the live runs wrote nothing" >&2; exit 1; }

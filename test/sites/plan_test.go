@@ -28,8 +28,8 @@ import (
 // CLS, and sets the measured makespan and bytes moved beside the
 // planners' model's prediction for the same setup (plan.LateBinding,
 // HEFT and AEH-ETAA over the scaled trace on two one-slot sites). Each task is a job
-// that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.01 here, a
-// makespan of about 40 s a run; scripts/bench/planreplay.sh's 0.02), reads
+// that sleeps its traced runtime times MQ_PLAN_TIME_SCALE (0.005 here, a
+// makespan of about 20 s a run; scripts/bench/planreplay.sh's 0.02), reads
 // its inputs and writes its outputs at their traced sizes times
 // MQ_PLAN_SIZE_SCALE (0.005), declaring its files (internal/wfreplay, as
 // mqsub --wfformat); the workflow's own inputs are made at grid and
@@ -53,7 +53,7 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, ss := envFloat(t, "MQ_PLAN_TIME_SCALE", 0.01), envFloat(t, "MQ_PLAN_SIZE_SCALE", 0.005)
+	ts, ss := envFloat(t, "MQ_PLAN_TIME_SCALE", 0.005), envFloat(t, "MQ_PLAN_SIZE_SCALE", 0.005)
 	// The jobs' files are in wf/; a runtime is at least 0.1 s.
 	opt := wfreplay.Options{TimeScale: ts, SizeScale: ss, MinRuntime: 0.1, TargetPrefix: "t-", Files: true, Dir: "wf", Est: true}
 	scaled := wfreplay.Scale(w, opt)

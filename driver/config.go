@@ -55,10 +55,10 @@ type Config struct {
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 	// Local runs jobs in this process, up to Consumers at a time, without
 	// a CLS (for trying a workflow out). Only when asked for: a driver
-	// never falls back to it. Prerequisites hold as in the metaqueue, but
-	// declared files (Input, Output) are not checked: a missing input or
-	// an output not written, which fails the job at a placeholder, goes
-	// unnoticed here.
+	// never falls back to it. Prerequisites hold as in the metaqueue, and
+	// declared files (Input, Output) are checked as a placeholder checks
+	// them: a missing input fails the job unrun, an output not written
+	// fails it (their sizes are not compared).
 	Local bool
 	// Reconnect is how long to keep trying to reach a lost CLS before the
 	// jobs waited on fail (default 10 min). Jobs are durable in the CLS, so

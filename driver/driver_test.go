@@ -696,3 +696,52 @@ func TestConfigLogDefault(t *testing.T) {
 		t.Error("With and WithGroup lost the level")
 	}
 }
+
+// TestLocalDeclaredFiles: local mode checks declared files as a
+// placeholder sharing the machine's files does: a missing input keeps the
+// command from running (F, exit 127, "input: ..."), an output the job
+// did not write fails it ("output: PATH was not created"), and a job whose
+// input a prerequisite writes, and which writes its output, is done.
+func TestLocalDeclaredFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := startLocal(t, Config{Dir: dir, OutDir: dir})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		cmd    string
+		opts   []Option
+		state  string
+		exit   int
+		reason string
+		ran    bool // the command left ran-NAME in dir
+	}{
+		{"input missing", "touch ran-1", []Option{Input("nope.txt", -1)}, "F", 127, "/nope.txt missing", false},
+		{"output not written", "touch ran-3", []Option{Output("out.txt", -1)}, "F", 0, "/out.txt was not created", true},
+		{"output written", "touch ran-4 made.txt", []Option{Output("made.txt", -1)}, "D", 0, "", true},
+	} {
+		k, err := d.Exec(ctx, tc.cmd, tc.opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		res, _ := d.WaitForOne(ctx, k)
+		if res.State != tc.state || res.Exit != tc.exit || !strings.Contains(res.Reason, tc.reason) {
+			t.Errorf("%s: state %s exit %d reason %q; want %s %d %q", tc.name, res.State, res.Exit, res.Reason, tc.state, tc.exit, tc.reason)
+		}
+		marker := strings.Fields(tc.cmd)[1]
+		if _, err := os.Stat(filepath.Join(dir, marker)); (err == nil) != tc.ran {
+			t.Errorf("%s: the command ran: %v, want %v", tc.name, err == nil, tc.ran)
+		}
+	}
+	// A prerequisite writes the input of the job after it.
+	if _, err := d.Exec(ctx, "echo data > staged.txt", Target("make"), Output("staged.txt", -1)); err != nil {
+		t.Fatal(err)
+	}
+	k, err := d.Exec(ctx, "cat staged.txt", Prereqs("make"), Input("staged.txt", -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.WaitForOne(ctx, k); err != nil || res.State != "D" {
+		t.Errorf("a job whose input its prerequisite wrote: %+v, %v", res, err)
+	}
+}

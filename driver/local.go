@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/jobexec"
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // localBackend runs jobs on this machine with os/exec: each consumer is a
@@ -318,6 +320,11 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 		return cmd.Start()
 	}
 	ran := Result{Attempt: 1, Site: "local", Host: b.host, Started: time.Now(), out: b}
+	if why := inputsMissing(e.spec); why != "" {
+		// As a placeholder: the command does not run.
+		ran.Finished, ran.State, ran.Exit, ran.Reason = ran.Started, "F", 127, why
+		return ran
+	}
 	err = start(cmd)
 	if err != nil && direct {
 		cmd = jobexec.Shell(e.spec.Command, env) // as a placeholder does
@@ -368,6 +375,42 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	ran.State = "D"
 	if ran.Exit != 0 {
 		ran.State = "F"
+	} else if why := outputsMissing(e.spec); why != "" {
+		ran.State, ran.Reason = "F", why
 	}
 	return ran
+}
+
+// inputsMissing says why a job's declared inputs keep it from running,
+// as a placeholder sharing this machine's files would ("" when nothing
+// does): each must be a regular file. Sizes are not compared: without the
+// CLS's catalog the size taken at submit is stale once a prerequisite
+// writes the file again.
+func inputsMissing(js protocol.JobSpec) string {
+	for _, f := range js.Inputs {
+		fi, err := os.Stat(f.Path) // absolute: ValidateSpec made it so
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "input: " + f.Path + " missing"
+		case err != nil:
+			return "input: " + err.Error()
+		case !fi.Mode().IsRegular():
+			return "input: " + f.Path + " is not a regular file"
+		}
+	}
+	return ""
+}
+
+// outputsMissing says which declared output a job that exited 0 did not
+// write, as a placeholder fails it ("" when it wrote them all). Paths
+// are absolute: ValidateSpec made them so.
+func outputsMissing(js protocol.JobSpec) string {
+	for _, f := range js.Outputs {
+		if _, err := os.Stat(f.Path); errors.Is(err, fs.ErrNotExist) {
+			return "output: " + f.Path + " was not created"
+		} else if err != nil {
+			return "output: " + err.Error()
+		}
+	}
+	return ""
 }

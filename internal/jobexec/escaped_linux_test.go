@@ -6,22 +6,39 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 )
+
+// startSleep starts sleep 300 with env, killed at cleanup, and returns
+// once its environment can be read in /proc: cmd.Start returns when the
+// exec has begun, and until the kernel has set the new program's
+// environment up /proc/PID/environ reads empty (on a loaded machine the
+// window was long enough for a sweep to miss the process).
+func startSleep(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sleep", "300")
+	c.Env = env
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	environ := fmt.Sprintf("/proc/%d/environ", c.Process.Pid)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(environ); err == nil && len(b) > 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s stayed empty for a minute", environ)
+		}
+	}
+}
 
 // TestKillEscaped: the processes whose environment holds the pair are
 // killed, wherever the pair stands in it; others, with another value or
 // the value in another variable, are not.
 func TestKillEscaped(t *testing.T) {
 	t.Parallel()
-	start := func(env ...string) *exec.Cmd {
-		c := exec.Command("sleep", "300")
-		c.Env = env
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		return c
-	}
+	start := func(env ...string) *exec.Cmd { return startSleep(t, env...) }
 	// A value of this run's own: KillEscaped looks at every process of the
 	// machine, and another run of this test (-count, a CI job beside) has
 	// its own to find.
@@ -49,15 +66,7 @@ func TestKillEscaped(t *testing.T) {
 // and only those.
 func TestKillTagged(t *testing.T) {
 	t.Parallel()
-	start := func(env ...string) *exec.Cmd {
-		c := exec.Command("sleep", "300")
-		c.Env = env
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-		return c
-	}
+	start := func(env ...string) *exec.Cmd { return startSleep(t, env...) }
 	a, b := start("MQ_V=b.1"), start("PATH=/bin", "MQ_V=b.2", "HOME=/")
 	left := start("MQ_V=b.3")
 	want := map[string]bool{"b.1": true, "b.2": true}
@@ -88,15 +97,11 @@ func BenchmarkKillTaggedNone(b *testing.B) {
 func TestKillTaggedCountsOnce(t *testing.T) {
 	t.Parallel()
 	for range 20 {
-		c := exec.Command("sleep", "300")
-		c.Env = []string{"MQ_W=once"}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		c := startSleep(t, "MQ_W=once")
 		n := KillTagged("/proc", "MQ_W", func(v string) bool { return v == "once" })
-		c.Wait()
 		if n != 1 {
 			t.Fatalf("killed %d, want 1", n)
 		}
+		c.Wait()
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +28,23 @@ func KillEscaped(proc, name, value string) int {
 // KillTagged is KillEscaped for every value of name that match accepts:
 // one pass over proc for the escaped processes of many attempts.
 func KillTagged(proc, name string, match func(value string) bool) int {
+	return sweeper{proc: proc, pause: func(try int) { time.Sleep(time.Millisecond << (2 * try)) }}.kill(name, match)
+}
+
+// sweeper is KillTagged's walk over proc; pause is the wait before the
+// try'th look again at processes whose environment read empty (the
+// tests' way in).
+type sweeper struct {
+	proc  string
+	pause func(try int)
+}
+
+// emptyLooks is how many times more a process whose environment read
+// empty is looked at in a pass, a pause apart (1, 4, 16 ms: a loaded
+// machine may leave an exec half done for some milliseconds).
+const emptyLooks = 3
+
+func (s sweeper) kill(name string, match func(string) bool) int {
 	key := []byte("\x00" + name + "=")
 	killed := 0
 	// A process killed in a pass may not have exited by the next, its
@@ -34,19 +53,45 @@ func KillTagged(proc, name string, match func(value string) bool) int {
 	done := map[int]bool{}
 	for range 5 {
 		n := 0
-		ents, err := os.ReadDir(proc)
+		ents, err := os.ReadDir(s.proc)
 		if err != nil {
 			return killed
 		}
+		var empty []int
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
 			if err != nil || pid == os.Getpid() || done[pid] {
 				continue
 			}
-			if killIfTagged(proc, pid, key, match) {
+			switch s.look(pid, key, match) {
+			case lookKilled:
 				done[pid] = true
 				n++
+			case lookEmpty:
+				empty = append(empty, pid)
 			}
+		}
+		// A process inside execve reads an empty environment until the
+		// kernel has set the new program's up: a job's process caught
+		// then would escape. Those are looked at again a moment later.
+		// (A program started with no environment at all stays empty and
+		// costs these pauses, 21 ms, in each pass.)
+		for try := range emptyLooks {
+			if len(empty) == 0 {
+				break
+			}
+			s.pause(try)
+			still := empty[:0]
+			for _, pid := range empty {
+				switch s.look(pid, key, match) {
+				case lookKilled:
+					done[pid] = true
+					n++
+				case lookEmpty:
+					still = append(still, pid)
+				}
+			}
+			empty = still
 		}
 		killed += n
 		if n == 0 {
@@ -56,20 +101,64 @@ func KillTagged(proc, name string, match func(value string) bool) int {
 	return killed
 }
 
-// killIfTagged kills pid if its environment gives the variable key
+// What look found of a process.
+const (
+	lookPassed = iota // not tagged, another user's, or gone
+	lookKilled        // tagged, and signalled
+	lookEmpty         // its environment read empty, and it is neither a zombie nor a kernel thread
+)
+
+// look kills pid if its environment gives the variable key
 // ("\x00name=") a value match accepts, wherever it stands (the first
 // variable given a NUL in front).
-func killIfTagged(proc string, pid int, key []byte, match func(string) bool) bool {
+func (s sweeper) look(pid int, key []byte, match func(string) bool) int {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return false // gone, or a kernel without pidfds (before 5.3)
+		return lookPassed // gone, or a kernel without pidfds (before 5.3)
 	}
 	defer unix.Close(fd)
-	env, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "environ"))
-	if err != nil || !tagged(append([]byte{0}, env...), key, match) {
-		return false // another user's, or not the attempt's
+	dir := filepath.Join(s.proc, strconv.Itoa(pid))
+	env, err := os.ReadFile(filepath.Join(dir, "environ"))
+	switch {
+	case err != nil:
+		return lookPassed // another user's, or gone
+	case len(env) == 0:
+		if liveUserProcess(dir) {
+			return lookEmpty
+		}
+		return lookPassed
+	case !tagged(append([]byte{0}, env...), key, match):
+		return lookPassed
 	}
-	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+	if unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) != nil {
+		return lookPassed
+	}
+	return lookKilled
+}
+
+// pfKthread is the kernel's PF_KTHREAD flag in /proc/PID/stat.
+const pfKthread = 0x00200000
+
+// liveUserProcess reports whether the process at dir (/proc/PID) is
+// neither a zombie nor a kernel thread, whose environments read empty
+// for good, by its stat file.
+func liveUserProcess(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state ppid pgrp session tty tpgid flags ...": comm may
+	// hold anything, parentheses included, so the fields follow its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfKthread == 0
 }
 
 // tagged reports whether env (NUL-separated, a NUL in front) sets key to

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -103,5 +105,69 @@ func TestKillTaggedCountsOnce(t *testing.T) {
 			t.Fatalf("killed %d, want 1", n)
 		}
 		c.Wait()
+	}
+}
+
+// TestKillTaggedLooksAgainAtEmpty: a process whose environment reads
+// empty, as one inside execve does until the kernel has set the new
+// program's up, is looked at again after a pause, and killed once the
+// tag shows; one empty for good costs a few pauses, and a zombie or a
+// kernel thread (empty for good too) none. /proc is faked around a real
+// process, so the window is the test's to open and close.
+func TestKillTaggedLooksAgainAtEmpty(t *testing.T) {
+	t.Parallel()
+	const live, zombie, kthread = "S 1 1 1 0 -1 4194560", "Z 1 1 1 0 -1 4194560", "I 2 0 0 0 -1 2129984"
+	tests := []struct {
+		name       string
+		stat       string
+		later      string // the environment once the first pause is over
+		wantKilled int
+		wantPauses int
+	}{
+		{"mid-exec", live, "PATH=/bin\x00MQ_X=e.1\x00", 1, 1},
+		{"empty for good", live, "", 0, emptyLooks},
+		{"another value", live, "MQ_X=e.2\x00", 0, 1},
+		{"zombie", zombie, "", 0, 0},
+		{"kernel thread", kthread, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startSleep(t)
+			proc := t.TempDir()
+			dir := filepath.Join(proc, strconv.Itoa(c.Process.Pid))
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			write := func(name, s string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("stat", fmt.Sprintf("%d (a) b)) %s 0 0 0", c.Process.Pid, tt.stat))
+			write("environ", "")
+			pauses := 0
+			s := sweeper{proc: proc, pause: func(int) {
+				if pauses++; pauses == 1 {
+					write("environ", tt.later)
+				}
+			}}
+			n := s.kill("MQ_X", func(v string) bool { return v == "e.1" })
+			if pauses != tt.wantPauses {
+				t.Errorf("paused %d times, want %d", pauses, tt.wantPauses)
+			}
+			if n != tt.wantKilled {
+				t.Fatalf("killed %d, want %d", n, tt.wantKilled) // cleanup kills it
+			}
+			if tt.wantKilled == 0 {
+				if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+					t.Errorf("pid %d: %v, want it left alone", c.Process.Pid, err)
+				}
+				return
+			}
+			c.Wait()
+			if ws := c.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("pid %d: %v, want killed", c.Process.Pid, c.ProcessState)
+			}
+		})
 	}
 }

@@ -47,6 +47,21 @@ func ValidName(kind, s string) error {
 	return nil
 }
 
+// ValidNewName is ValidName for a name a request may create (a target
+// a job names, its prerequisites, a queue): it must not begin with '-'.
+// Such a name is nearly always a flag that took the next one as its value
+// (mqsub -t -p a cmd: target "-p", command "a cmd"), and no command line
+// could name it after. Names stored before stay usable.
+func ValidNewName(kind, s string) error {
+	if err := ValidName(kind, s); err != nil {
+		return err
+	}
+	if s[0] == '-' {
+		return fmt.Errorf("%s name %q begins with '-': was a flag given without its value?", kind, s)
+	}
+	return nil
+}
+
 // validUnicodeName is ValidName's check for a name that is not all ASCII
 // (kept off the bulk path's common case): valid UTF-8, printable.
 func validUnicodeName(kind, s string) error {

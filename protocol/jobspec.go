@@ -35,7 +35,7 @@ func ValidateSpec(js *JobSpec) error {
 	if err := job.ValidName("queue", js.Queue); err != nil {
 		return err
 	}
-	if err := job.ValidName("target", js.Target); err != nil {
+	if err := job.ValidNewName("target", js.Target); err != nil {
 		return err
 	}
 	if js.Command == "" {
@@ -65,7 +65,7 @@ func ValidateSpec(js *JobSpec) error {
 		return fmt.Errorf("%d prerequisites; the limit is 10000", n)
 	}
 	for _, p := range js.Prereqs {
-		if err := job.ValidName("prerequisite target", p); err != nil {
+		if err := job.ValidNewName("prerequisite target", p); err != nil {
 			return err
 		}
 		if p == js.Target {
@@ -73,7 +73,7 @@ func ValidateSpec(js *JobSpec) error {
 		}
 	}
 	for _, p := range js.AfterAny {
-		if err := job.ValidName("after-any target", p); err != nil {
+		if err := job.ValidNewName("after-any target", p); err != nil {
 			return err
 		}
 		if p == js.Target {

@@ -237,6 +237,11 @@ func TestValidateSpec(t *testing.T) {
 		{"target with DEL", func(js *JobSpec) { js.Target = "a\x7f" }, "control"},
 		{"long target", func(js *JobSpec) { js.Target = long }, "the limit is 256"},
 		{"bad queue", func(js *JobSpec) { js.Queue = "q q" }, "queue name"},
+		// mqsub -t -p a cmd: the -t flag took "-p" as its value.
+		{"target that is a flag", func(js *JobSpec) { js.Target = "-p" }, `target name "-p" begins with '-'`},
+		{"target with a dash inside", func(js *JobSpec) { js.Target = "a-b-" }, ""},
+		{"prereq that is a flag", func(js *JobSpec) { js.Prereqs = []string{"-x"} }, "prerequisite target name"},
+		{"after-any that is a flag", func(js *JobSpec) { js.AfterAny = []string{"-x"} }, "after-any target name"},
 		{"relative cwd", func(js *JobSpec) { js.Cwd = "rel/dir" }, "not absolute"},
 		{"dot cwd", func(js *JobSpec) { js.Cwd = "." }, "not absolute"},
 		{"negative est", func(js *JobSpec) { js.Est = -1 }, "estimate"},

@@ -75,6 +75,10 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"mqsub", "--est", "1e10", "t", "true"}, "--est: \"1e10\" is not 0..1e+09 seconds"},
 		{[]string{"mqsub", "--est", "NaN", "t", "true"}, "--est: \"NaN\" is not 0.."},
 		{[]string{"mqsub", "--est", "-1", "t", "true"}, "--est: \"-1\" is not 0.."},
+		// -p without its value took the next flag: refused before a job
+		// waits for ever on a target named "-t".
+		{[]string{"mqsub", "-p", "-t", "x", "true"}, `prerequisite target name "-t" begins with '-': was a flag given without its value?`},
+		{[]string{"mqsub", "--", "-x", "true"}, `target name "-x" begins with '-'`},
 		// "/data/x:1e10" and "/data/x:-5" are file names: a size is written
 		// as one (protocol.ParseFileArg).
 		{[]string{"mqsub", "--in", "/data/x:99999999T", "t", "true"}, "is not a size"},

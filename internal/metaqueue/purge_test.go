@@ -323,3 +323,48 @@ func TestPurgeStoppedBetweenBatches(t *testing.T) {
 	e.mustBe(late, job.Queued)
 	e.check()
 }
+
+// TestPurgeDryRunCountsStreams: a dry run counts the stream files the
+// purge then frees, those only the purged jobs' outputs are in, and
+// removes nothing; the purge frees the same bytes.
+func TestPurgeDryRunCountsStreams(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	e := newEnvWith(t, func(o *Options) { o.OutputDir = out })
+	ph := e.register("s")
+	theirs, shared := protocol.StreamFileName(ph, 0), protocol.StreamFileName(ph, 1)
+	var ids []int64
+	for i, file := range []string{theirs, theirs, shared} {
+		id := e.submit1(fmt.Sprint("t", i), "echo hi")
+		a := e.next(ph, 1)[0]
+		e.report(ph, protocol.Report{ID: id, Attempt: a.Attempt, Streamed: []protocol.Streamed{{Stream: "stdout", File: file, Last: 8, Bytes: 3}}})
+		ids = append(ids, id)
+	}
+	dir := filepath.Join(out, protocol.StreamDir)
+	os.MkdirAll(dir, 0o700)
+	old := time.Now().Add(-time.Hour) // past purge.StreamGrace
+	for _, f := range []string{theirs, shared} {
+		p := filepath.Join(dir, f)
+		os.WriteFile(p, []byte("MQSTRM01hi\n"), 0o600)
+		os.Chtimes(p, old, old)
+	}
+	e.advance(2 * time.Hour)
+	req := protocol.Purge{EndedBefore: 3600, Select: protocol.Select{IDs: ids[:2]}} // shared's job stays
+	dry := req
+	dry.DryRun = true
+	if r := e.purge(dry); r.Purged != 2 || r.Bytes != 11 {
+		t.Fatalf("dry run = %+v, want 2 jobs and the 11 bytes of %s", r, theirs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, theirs)); err != nil {
+		t.Fatalf("the dry run removed %s: %v", theirs, err)
+	}
+	if r := e.purge(req); r.Purged != 2 || r.Bytes != 11 {
+		t.Fatalf("purge = %+v, want 2 jobs and 11 bytes, as the dry run said", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, theirs)); !os.IsNotExist(err) {
+		t.Errorf("%s after the purge: %v", theirs, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, shared)); err != nil {
+		t.Errorf("%s, which a kept job's output is in: %v", shared, err)
+	}
+}

@@ -206,6 +206,10 @@ func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir
 		named[id] = true
 	}
 	var cursor int64
+	var going Going // a dry run's: the extents of the jobs that would go
+	if req.DryRun {
+		going = Going{}
+	}
 	for {
 		var rows []Row
 		if len(req.IDs) > 0 {
@@ -240,16 +244,24 @@ func Run(ctx context.Context, req protocol.Purge, c Core, rdb Querier, outputDir
 		reply.Kept += kept
 		reply.Purged += int64(len(gone))
 		reply.Bytes += RemoveOutput(outputDir, gone, req.DryRun)
-	}
-	if !req.DryRun {
-		// Stream files are shared by many jobs' outputs: one goes when
-		// no extent names it any more, whichever purge dropped the last.
-		n, err := RemoveStreams(ctx, rdb, outputDir, StreamGrace, time.Now())
-		if err != nil {
-			reply.AddError(fmt.Sprintf("stream files not cleaned: %v", err))
+		if req.DryRun {
+			if err := going.Add(ctx, rdb, gone); err != nil {
+				return reply, err
+			}
 		}
-		reply.Bytes += n
 	}
+	// Stream files are shared by many jobs' outputs: one goes when no
+	// extent names it any more, whichever purge dropped the last.
+	var n int64
+	if req.DryRun {
+		n, err = CountStreams(ctx, rdb, outputDir, StreamGrace, time.Now(), going)
+	} else {
+		n, err = RemoveStreams(ctx, rdb, outputDir, StreamGrace, time.Now())
+	}
+	if err != nil {
+		reply.AddError(fmt.Sprintf("stream files not cleaned or counted: %v", err))
+	}
+	reply.Bytes += n
 	for _, id := range req.IDs {
 		if named[id] {
 			reply.AddError(fmt.Sprintf("job %d does not exist, has not ended, or ended less than %s ago", id, time.Duration(req.EndedBefore*float64(time.Second))))

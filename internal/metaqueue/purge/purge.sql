@@ -84,6 +84,11 @@ SELECT value FROM meta WHERE key = 'next_job_id';
 INSERT OR REPLACE INTO meta (key, value) VALUES ('next_job_id', ?);
 
 -- name: StreamFilesNamed
--- The stream files some extent still names (one scan; a CLS has a few
--- such files per placeholder).
-SELECT DISTINCT file FROM output_extents;
+-- The stream files some extent still names, and how many name each (one
+-- scan; a CLS has a few such files per placeholder).
+SELECT file, COUNT(*) FROM output_extents GROUP BY file;
+
+-- name: StreamFilesOf
+-- StreamFilesNamed for the extents of jobs ?1 (a JSON array): a dry
+-- run's batch.
+SELECT file, COUNT(*) FROM output_extents WHERE job_id IN (SELECT value FROM json_each(?1)) GROUP BY file;

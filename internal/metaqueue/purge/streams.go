@@ -2,6 +2,7 @@ package purge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,6 +32,39 @@ const magicLen = 8
 // now is the wall clock (files' times are). It returns the bytes freed; a
 // file it cannot remove stays for the next purge.
 func RemoveStreams(ctx context.Context, q Querier, outputDir string, grace time.Duration, now time.Time) (int64, error) {
+	return sweepStreams(ctx, q, outputDir, grace, now, nil)
+}
+
+// CountStreams is RemoveStreams for a dry run: the bytes it would free
+// once the extents going counts are gone (a dry run's jobs'; Going),
+// nothing removed.
+func CountStreams(ctx context.Context, q Querier, outputDir string, grace time.Duration, now time.Time, going Going) (int64, error) {
+	if going == nil {
+		going = Going{}
+	}
+	return sweepStreams(ctx, q, outputDir, grace, now, going)
+}
+
+// Going is how many extents of the jobs a dry run would purge name each
+// stream file.
+type Going map[string]int
+
+// Add counts the extents of the jobs rows (a batch a dry run would
+// purge) into g.
+func (g Going) Add(ctx context.Context, q Querier, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids(rows))
+	if err != nil {
+		return err
+	}
+	return countByFile(ctx, q, queries.Get("StreamFilesOf"), g, string(list))
+}
+
+// sweepStreams removes (going nil) or counts the stream files no extent
+// names, but for going's.
+func sweepStreams(ctx context.Context, q Querier, outputDir string, grace time.Duration, now time.Time, going Going) (int64, error) {
 	if outputDir == "" {
 		return 0, nil
 	}
@@ -51,41 +85,42 @@ func RemoveStreams(ctx context.Context, q Querier, outputDir string, grace time.
 	if len(names) == 0 {
 		return 0, nil
 	}
-	named, err := streamFilesNamed(ctx, q)
-	if err != nil {
+	named := map[string]int{}
+	if err := countByFile(ctx, q, queries.Get("StreamFilesNamed"), named); err != nil {
 		return 0, err
 	}
 	var bytes int64
 	for _, name := range names {
-		if named[name] {
+		if named[name] > going[name] {
 			continue
 		}
-		bytes += removeStream(filepath.Join(dir, name), grace, now)
+		bytes += removeStream(filepath.Join(dir, name), grace, now, going != nil)
 	}
 	return bytes, nil
 }
 
-// streamFilesNamed reads the set of files extents name.
-func streamFilesNamed(ctx context.Context, q Querier) (map[string]bool, error) {
-	rows, err := q.QueryContext(ctx, queries.Get("StreamFilesNamed"))
+// countByFile adds the (file, extents) rows query gives to counts.
+func countByFile(ctx context.Context, q Querier, query string, counts map[string]int, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	named := map[string]bool{}
 	for rows.Next() {
 		var f string
-		if err := rows.Scan(&f); err != nil {
+		var n int
+		if err := rows.Scan(&f, &n); err != nil {
 			rows.Close()
-			return nil, err
+			return err
 		}
-		named[f] = true
+		counts[f] += n
 	}
-	return named, closeRows(rows)
+	return closeRows(rows)
 }
 
 // removeStream removes the stream file at path if nobody holds it, and
-// says how many bytes went. Anything not as expected keeps the file.
-func removeStream(path string, grace time.Duration, now time.Time) int64 {
+// says how many bytes went (dry: would go, and it stays). Anything not as
+// expected keeps the file.
+func removeStream(path string, grace time.Duration, now time.Time, dry bool) int64 {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0 // gone meanwhile, or a link: not ours to remove
@@ -97,6 +132,9 @@ func removeStream(path string, grace time.Duration, now time.Time) int64 {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return 0 // a live agent's
+	}
+	if dry {
+		return fi.Size()
 	}
 	// The name may have been given to another file since it was opened:
 	// remove it only if it is still the one locked.

@@ -89,3 +89,56 @@ func TestRemoveStreams(t *testing.T) {
 		t.Errorf("no streams dir: %d, %v; want 0, nil", n, err)
 	}
 }
+
+// TestCountStreams: a dry run counts the stream files the purge would
+// remove, those only its jobs' extents (or none) name, and removes none.
+func TestCountStreams(t *testing.T) {
+	ctx := context.Background()
+	w := modtest.NewDB(t)
+	out := t.TempDir()
+	dir := filepath.Join(out, protocol.StreamDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	write := func(name string, size int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, append([]byte("MQSTRM01"), make([]byte, size)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	only, shared, orphan := protocol.StreamFileName(1, 0), protocol.StreamFileName(2, 0), protocol.StreamFileName(3, 0)
+	files := []string{write(only, 100), write(shared, 1000), write(orphan, 10)}
+	extent := "INSERT INTO output_extents (job_id, attempt, stream, placeholder_id, file, last, bytes) VALUES (?, ?, ?, 1, ?, 8, 3)"
+	exec(t, w, extent, 7, 1, 0, only)   // job 7's first attempt: stdout and stderr
+	exec(t, w, extent, 7, 1, 1, only)   //
+	exec(t, w, extent, 7, 2, 0, shared) // its second attempt's stdout
+	exec(t, w, extent, 8, 1, 0, shared) // job 8, which stays, names shared too
+
+	going := Going{}
+	if err := going.Add(ctx, w, []Row{{ID: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if going[only] != 2 || going[shared] != 1 {
+		t.Fatalf("going = %v, want %s: 2, %s: 1", going, only, shared)
+	}
+	n, err := CountStreams(ctx, w, out, StreamGrace, time.Now(), going)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(8+100) + int64(8+10); n != want {
+		t.Errorf("would free %d bytes, want %d (%s and the orphan %s)", n, want, only, orphan)
+	}
+	for _, p := range files {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a dry run removed %s: %v", filepath.Base(p), err)
+		}
+	}
+	if n, err := CountStreams(ctx, w, out, StreamGrace, time.Now(), nil); n != 8+10 || err != nil {
+		t.Errorf("nothing going: %d, %v; want the orphan's 18 bytes", n, err)
+	}
+}

@@ -52,23 +52,29 @@ func (s sweeper) kill(name string, match func(string) bool) int {
 	// again (its pid cannot have been reused that soon).
 	done := map[int]bool{}
 	for range 5 {
-		n := 0
 		ents, err := os.ReadDir(s.proc)
 		if err != nil {
 			return killed
 		}
-		var empty []int
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() || done[pid] {
-				continue
+		n := 0
+		// lookAt looks at each of pids and returns those whose
+		// environment read empty.
+		lookAt := func(pids []int) (empty []int) {
+			for _, pid := range pids {
+				switch s.look(pid, key, match) {
+				case lookKilled:
+					done[pid] = true
+					n++
+				case lookEmpty:
+					empty = append(empty, pid)
+				}
 			}
-			switch s.look(pid, key, match) {
-			case lookKilled:
-				done[pid] = true
-				n++
-			case lookEmpty:
-				empty = append(empty, pid)
+			return empty
+		}
+		pids := make([]int, 0, len(ents))
+		for _, e := range ents {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() && !done[pid] {
+				pids = append(pids, pid)
 			}
 		}
 		// A process inside execve reads an empty environment until the
@@ -76,22 +82,10 @@ func (s sweeper) kill(name string, match func(string) bool) int {
 		// then would escape. Those are looked at again a moment later.
 		// (A program started with no environment at all stays empty and
 		// costs these pauses, 21 ms, in each pass.)
-		for try := range emptyLooks {
-			if len(empty) == 0 {
-				break
-			}
+		empty := lookAt(pids)
+		for try := 0; try < emptyLooks && len(empty) > 0; try++ {
 			s.pause(try)
-			still := empty[:0]
-			for _, pid := range empty {
-				switch s.look(pid, key, match) {
-				case lookKilled:
-					done[pid] = true
-					n++
-				case lookEmpty:
-					still = append(still, pid)
-				}
-			}
-			empty = still
+			empty = lookAt(empty)
 		}
 		killed += n
 		if n == 0 {

@@ -47,11 +47,11 @@ func ValidName(kind, s string) error {
 	return nil
 }
 
-// ValidNewName is ValidName for a name a request may create (a target
-// a job names, its prerequisites, a queue): it must not begin with '-'.
-// Such a name is nearly always a flag that took the next one as its value
-// (mqsub -t -p a cmd: target "-p", command "a cmd"), and no command line
-// could name it after. Names stored before stay usable.
+// ValidNewName is ValidName for a name a submission may create (a job's
+// target and prerequisite targets): it must not begin with '-'. Such a
+// name is nearly always a flag that took the next one as its value
+// (mqsub -p -t x cmd: prerequisite "-t", target "x"), and commands would
+// read it as a flag after. Names stored before stay usable.
 func ValidNewName(kind, s string) error {
 	if err := ValidName(kind, s); err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 	"github.com/mq-hpc/mq/cmd/internal/flagnames"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/rewait"
 	"github.com/mq-hpc/mq/internal/version"
 	"github.com/mq-hpc/mq/protocol"
@@ -174,7 +175,12 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 	if f, ok := app.Metadata[rewriteArgs].(func([]string) []string); ok {
 		args = f(args)
 	}
-	err := app.RunContext(ctx, args)
+	var err error
+	if msg, help := flagorder.WithoutValue(app, args); msg != "" {
+		err = usageError{msg: msg, help: help}
+	} else {
+		err = app.RunContext(ctx, args)
+	}
 	if err == nil {
 		return ExitOK
 	}

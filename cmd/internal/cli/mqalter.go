@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
@@ -49,7 +50,7 @@ range no job is in is an error (exit 1).`
 		}
 	}
 	app.Flags = append(flags, habits.AlterFlags()...)
-	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.First(app.Flags)}
 	app.Action = func(c *cli.Context) error { return mqalterAction(c, env) }
 	return app
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -32,7 +33,7 @@ time, the CLS serving others in between. Prints a line per deleted job
 unless -Q; a range or selection that matches nothing says so on stderr
 (exit 0, nothing with -Q), but a range no job is in is an error (exit 1).`
 	app.Flags = selectFlags("delete")
-	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.First(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		sel, err := selectionOf(c, "WQHEB", true)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -26,7 +27,7 @@ line per held job unless -Q; a range or selection that matches nothing
 says so on stderr (exit 0, nothing with -Q), but a range no job is in is
 an error (exit 1).`
 	app.Flags = selectFlags("hold")
-	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.First(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		return holdAction(c, env, protocol.OpHold, "WQ", "held")
 	}
@@ -49,7 +50,7 @@ others in between. Prints a line per released job unless -Q; a range or
 selection that matches nothing says so on stderr (exit 0, nothing with
 -Q), but a range no job is in is an error (exit 1).`
 	app.Flags = selectFlags("release")
-	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.First(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		return holdAction(c, env, protocol.OpRelease, "H", "released")
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mq-hpc/mq/cmd/internal/acct"
-	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"io"
 	"maps"
 	"path/filepath"
@@ -20,6 +18,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
+	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/cmd/internal/jobfields"
 	"github.com/mq-hpc/mq/cmd/internal/joboutput"
 	"github.com/mq-hpc/mq/cmd/internal/watch"
@@ -89,7 +90,7 @@ interrupted.`
 		&cli.BoolFlag{Name: "x", Aliases: []string{"history"}, Hidden: true},
 	}
 	// Flags after job ids count (mqstat 501-510 -s F), as mqdel's do.
-	flagsAhead := flagsFirst(app.Flags)
+	flagsAhead := flagorder.First(app.Flags)
 	app.Metadata = map[string]any{rewriteArgs: func(args []string) []string { return flagsAhead(watch.Args(args)) }}
 	app.Action = func(c *cli.Context) error {
 		if err := checkMqstat(c, env); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/argfile"
 	"github.com/mq-hpc/mq/cmd/internal/arrayspec"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/habits"
 	"github.com/mq-hpc/mq/cmd/internal/progressview"
 	"github.com/mq-hpc/mq/cmd/internal/stdincheck"
@@ -72,7 +73,7 @@ are mqsub flags too, under the command line's (#MQ --time 4:00:00 -c 8).
 	app.HideVersion = true
 	app.Flags = mqsubFlags()
 	app.Action = func(c *cli.Context) error { return mqsubAction(c, env) }
-	app.Metadata = map[string]any{rewriteArgs: rerunFlagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.RerunFirst(app.Flags)}
 	return app
 }
 

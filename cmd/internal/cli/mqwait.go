@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/cmd/internal/progressview"
 	"github.com/mq-hpc/mq/protocol"
@@ -38,7 +39,7 @@ restart), mqwait says so and waits up to 2 minutes for it to come back
 		&cli.DurationFlag{Name: "timeout", Usage: "give up (exit 1) after this long; 0 = never"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}, Usage: "show no progress, only the failures"},
 	}
-	app.Metadata = map[string]any{rewriteArgs: flagsFirst(app.Flags)}
+	app.Metadata = map[string]any{rewriteArgs: flagorder.First(app.Flags)}
 	app.Action = func(c *cli.Context) error {
 		req := protocol.Progress{Queue: c.String("q"), Target: c.String("t"), TargetPrefix: c.String("target-prefix"),
 			IntervalMS: int(c.Duration("interval") / time.Millisecond)}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/mq-hpc/mq/cmd/internal/acct"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mq-hpc/mq/client"
+	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/internal/walltime"
 	"github.com/mq-hpc/mq/protocol"
@@ -70,7 +71,7 @@ stderr (exit 0, nothing with -Q), and a range no job is in is an error
 						again = append(again, "--"+name+"="+fmt.Sprint(c.Value(name)))
 					}
 				}
-				again = flagsFirst(flags)(append(again, args...))
+				again = flagorder.First(flags)(append(again, args...))
 				return c.App.RunContext(c.Context, append([]string{c.App.Name}, again...))
 			}
 			req, err := purgeRequest(c)

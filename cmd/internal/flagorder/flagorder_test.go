@@ -1,7 +1,8 @@
-package cli
+package flagorder
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -13,7 +14,7 @@ func TestFlagsFirst(t *testing.T) {
 		&cli.DurationFlag{Name: "timeout"},
 		&cli.BoolFlag{Name: "Q", Aliases: []string{"quiet"}},
 	}
-	rewrite := flagsFirst(flags)
+	rewrite := First(flags)
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"mqwait"}, []string{"mqwait"}},
 		{[]string{"mqwait", "720-723", "--timeout", "2h"}, []string{"mqwait", "--timeout", "2h", "720-723"}},
@@ -31,14 +32,14 @@ func TestFlagsFirst(t *testing.T) {
 		{[]string{"mqstat", "5", "-", "--generate-bash-completion"}, []string{"mqstat", "5", "-", "--generate-bash-completion"}},
 	} {
 		if got := rewrite(slices.Clone(tc.in)); !slices.Equal(got, tc.want) {
-			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("First(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestRerunFlagsFirst(t *testing.T) {
 	flags := []cli.Flag{&cli.BoolFlag{Name: "rerun"}, &cli.BoolFlag{Name: "Q"}, &cli.StringFlag{Name: "q"}}
-	rewrite := rerunFlagsFirst(flags)
+	rewrite := RerunFirst(flags)
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"mqsub", "--rerun", "720-723", "-Q"}, []string{"mqsub", "--rerun", "-Q", "720-723"}},
 		{[]string{"mqsub", "-q", "a", "--rerun", "5", "-Q"}, []string{"mqsub", "-q", "a", "--rerun", "-Q", "5"}},
@@ -47,7 +48,48 @@ func TestRerunFlagsFirst(t *testing.T) {
 		{[]string{"mqsub", "-q", "a", "t", "grep", "--rerun"}, []string{"mqsub", "-q", "a", "t", "grep", "--rerun"}},
 	} {
 		if got := rewrite(slices.Clone(tc.in)); !slices.Equal(got, tc.want) {
-			t.Errorf("rerunFlagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("RerunFirst(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestFlagWithoutValue: a value flag whose next word is a flag of its
+// command is refused, in a subcommand too; a value written FLAG=VALUE,
+// one that is no flag's name, and anything after the first positional
+// argument or "--" pass.
+func TestFlagWithoutValue(t *testing.T) {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}},
+		&cli.IntFlag{Name: "limit"},
+		&cli.BoolFlag{Name: "Q"},
+	}
+	app := &cli.App{Name: "mq", Flags: flags, Commands: []*cli.Command{{Name: "purge", Flags: flags[:2]}}}
+	for _, tc := range []struct {
+		args []string
+		want string // "" = passes
+	}{
+		{[]string{"mq", "-t", "-s", "F"}, "-t has no value: the word after it, -s, is a flag (to give it as the value: -t=-s)"},
+		{[]string{"mq", "-Q", "--target", "--states=F"}, "--target has no value: the word after it, --states=F, is a flag"},
+		{[]string{"mq", "-t", "-h"}, "-t has no value"},
+		{[]string{"mq", "purge", "-s", "--target"}, "-s has no value"},
+		{[]string{"mq", "-t=-s", "F"}, ""},
+		{[]string{"mq", "-t", "-x"}, ""},
+		{[]string{"mq", "--limit", "-1"}, ""},
+		{[]string{"mq", "-Q", "-t"}, ""}, // left for the parser to refuse
+		{[]string{"mq", "-5", "-t", "a"}, ""},
+		{[]string{"mq", "job", "-t", "-s"}, ""},
+		{[]string{"mq", "--", "-t", "-s"}, ""},
+	} {
+		msg, _ := WithoutValue(app, tc.args)
+		switch {
+		case tc.want == "" && msg != "":
+			t.Errorf("%q: %s, want it to pass", tc.args, msg)
+		case tc.want != "" && !strings.HasPrefix(msg, tc.want):
+			t.Errorf("%q: %q, want %q", tc.args, msg, tc.want)
+		}
+	}
+	if _, help := WithoutValue(app, []string{"mq", "purge", "-s", "-t"}); help != "mq purge" {
+		t.Errorf("a subcommand's error points to %q's help, want mq purge's", help)
 	}
 }

@@ -24,8 +24,19 @@ stage "go vet"
 # With the e2e tag: every package, the end-to-end suites' files too (no
 # file is built only without it).
 go vet -tags e2e ./...
+# The core's and the commands' packages run their tests once, under the
+# race detector (below), every test of them: not here a second time
+# without it (two minutes of the run's two cores).
+race_pkgs=(./cmd/internal/cli/... ./cmd/internal/clscmd/... ./cmd/internal/agentcmd/... ./internal/dag/...
+	./internal/metaqueue/... ./internal/server/... ./client/... ./internal/placeholder/... ./internal/sshserver/... ./driver/...)
+race=1
+command -v gcc >/dev/null 2>&1 || race=0 # the race detector needs cgo
 stage "unit tests"
-go test -count=1 -timeout 10m ./...
+if [ "$race" = 1 ]; then
+	go test -count=1 -timeout 10m $(go list ./... | grep -vxF -f <(go list "${race_pkgs[@]}"))
+else
+	go test -count=1 -timeout 10m ./...
+fi
 
 # The sites suite (test/sites: real SGE, Slurm and PBS) takes ~24 minutes,
 # much of it waiting on the batch systems: the longest part of the run.
@@ -42,7 +53,7 @@ trap 'kill -- -$sites 2>/dev/null || true; rm -f "$sites_log"' EXIT
 stage "end-to-end (real binaries)"
 go test -count=1 -tags e2e -timeout 45m $(go list -tags e2e ./test/... | grep -v '/test/sites$')
 stage "race detector (core and command packages)"
-if command -v gcc >/dev/null 2>&1; then
+if [ "$race" = 1 ]; then
 	# SQLite's engine (modernc.org/sqlite/lib, its C translated to Go) is
 	# built without the race detector's instrumentation: instrumented, it
 	# made every test that opens a store several times slower (the core's
@@ -51,9 +62,9 @@ if command -v gcc >/dev/null 2>&1; then
 	# the detector must see (with libc left out too it reported races
 	# inside encoding/json's cache). mq's own packages are instrumented
 	# as before: the run looks for races in mq's code, not in SQLite's.
-	go test -count=1 -race -gcflags='modernc.org/sqlite/lib=-race=false' -short -timeout 20m ./cmd/internal/cli/... ./cmd/internal/clscmd/... ./cmd/internal/agentcmd/... ./internal/dag/... ./internal/metaqueue/... ./internal/server/... ./client/... ./internal/placeholder/... ./internal/sshserver/... ./driver/...
+	go test -count=1 -race -gcflags='modernc.org/sqlite/lib=-race=false' -timeout 20m "${race_pkgs[@]}"
 else
-	echo "skipped: the race detector needs cgo (gcc)"
+	echo "skipped: the race detector needs cgo (gcc); their tests ran without it above"
 fi
 stage "sites (real batch systems): waiting for it"
 rc=0

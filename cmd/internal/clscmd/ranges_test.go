@@ -77,11 +77,11 @@ func TestDurationAndSizeFlagRanges(t *testing.T) {
 		{[]string{"mqsub", "--est", "-1", "t", "true"}, "--est: \"-1\" is not 0.."},
 		// -p without its value took the next flag: refused before a job
 		// waits for ever on a target named "-t".
-		{[]string{"mqsub", "-p", "-t", "x", "true"}, `-p has no value: the word after it, -t, is a flag (to give it as the value: -p=-t)`},
+		{[]string{"mqsub", "-p", "-t", "x", "true"}, `-p has no value: the word after it, -t, is a flag (a value that begins with '-' is written -p=VALUE)`},
 		{[]string{"mqsub", "-p=-t", "x", "true"}, `prerequisite target name "-t" begins with '-': was a flag given without its value?`},
 		{[]string{"mqstat", "-t", "-s", "F"}, `-t has no value: the word after it, -s, is a flag`},
 		{[]string{"mqdel", "-q", "--help"}, `-q has no value: the word after it, --help, is a flag`},
-		{[]string{"cls", "purge", "--ended-before", "-s", "F"}, `cls: --ended-before has no value: the word after it, -s, is a flag (to give it as the value: --ended-before=-s) (see cls purge --help)`},
+		{[]string{"cls", "purge", "--ended-before", "-s", "F"}, `cls: --ended-before has no value: the word after it, -s, is a flag (a value that begins with '-' is written --ended-before=VALUE) (see cls purge --help)`},
 		{[]string{"mqsub", "--", "-x", "true"}, `target name "-x" begins with '-'`},
 		// "/data/x:1e10" and "/data/x:-5" are file names: a size is written
 		// as one (protocol.ParseFileArg).

@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// First returns a rewrite of a command line (args[0] the program) that moves the flags
-// written after positional arguments ahead of them, so that
+// First returns a rewrite of a command line (args[0] the program) that
+// moves the flags written after positional arguments ahead of them, so that
 // "mqwait 720-723 --timeout 2h" means what it says: urfave/cli, like package
 // flag, stops parsing flags at the first argument that is not one, and
 // would take "--timeout" and "2h" as job ids. A value flag keeps the
@@ -100,11 +100,11 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 			return "", ""
 		}
 		if len(a) < 2 || a[0] != '-' {
-			i := slices.IndexFunc(cmds, func(c *cli.Command) bool { return c.HasName(a) })
-			if i < 0 {
+			k := slices.IndexFunc(cmds, func(c *cli.Command) bool { return c.HasName(a) })
+			if k < 0 {
 				return "", ""
 			}
-			cmds, help, takesValue = cmds[i].Subcommands, help+" "+cmds[i].Name, valueFlags(cmds[i].Flags)
+			cmds, help, takesValue = cmds[k].Subcommands, help+" "+cmds[k].Name, valueFlags(cmds[k].Flags)
 			continue
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -113,9 +113,13 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 		}
 		i++
 		next := args[i]
-		n, _, _ := strings.Cut(strings.TrimLeft(next, "-"), "=")
+		bare := strings.TrimLeft(next, "-")
+		n, _, _ := strings.Cut(bare, "=")
 		if _, isFlag := takesValue[n]; len(next) > 1 && next[0] == '-' && (isFlag || n == "h" || n == "help") {
-			return fmt.Sprintf("%s has no value: the word after it, %s, is a flag (to give it as the value: %s=%s)", a, next, a, next), help
+			// Both named as written without what follows an '=': flags'
+			// names, short whatever the user typed.
+			flag := next[:len(next)-len(bare)] + n
+			return fmt.Sprintf("%s has no value: the word after it, %s, is a flag (a value that begins with '-' is written %s=VALUE)", a, flag, a), help
 		}
 	}
 	return "", ""

@@ -69,8 +69,8 @@ func TestFlagWithoutValue(t *testing.T) {
 		args []string
 		want string // "" = passes
 	}{
-		{[]string{"mq", "-t", "-s", "F"}, "-t has no value: the word after it, -s, is a flag (to give it as the value: -t=-s)"},
-		{[]string{"mq", "-Q", "--target", "--states=F"}, "--target has no value: the word after it, --states=F, is a flag"},
+		{[]string{"mq", "-t", "-s", "F"}, "-t has no value: the word after it, -s, is a flag (a value that begins with '-' is written -t=VALUE)"},
+		{[]string{"mq", "-Q", "--target", "--states=" + strings.Repeat("F", 1000)}, "--target has no value: the word after it, --states, is a flag (a"},
 		{[]string{"mq", "-t", "-h"}, "-t has no value"},
 		{[]string{"mq", "purge", "-s", "--target"}, "-s has no value"},
 		{[]string{"mq", "-t=-s", "F"}, ""},

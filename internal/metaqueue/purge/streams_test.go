@@ -12,17 +12,23 @@ import (
 	"github.com/mq-hpc/mq/protocol"
 )
 
+// streamsDir makes an output directory with its streams directory.
+func streamsDir(t *testing.T) (out, dir string) {
+	out = t.TempDir()
+	dir = filepath.Join(out, protocol.StreamDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return out, dir
+}
+
 // TestRemoveStreams: a stream file goes once no extent names it and no
 // agent holds it; a named, held, recent, header-only, misnamed, linked or
 // non-regular one stays.
 func TestRemoveStreams(t *testing.T) {
 	ctx := context.Background()
 	w := modtest.NewDB(t)
-	out := t.TempDir()
-	dir := filepath.Join(out, protocol.StreamDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	out, dir := streamsDir(t)
 	chunky := "MQSTRM01" + string(make([]byte, 100))
 	old := time.Now().Add(-time.Hour)
 	write := func(name, data string, mtime time.Time) string {
@@ -95,11 +101,7 @@ func TestRemoveStreams(t *testing.T) {
 func TestCountStreams(t *testing.T) {
 	ctx := context.Background()
 	w := modtest.NewDB(t)
-	out := t.TempDir()
-	dir := filepath.Join(out, protocol.StreamDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	out, dir := streamsDir(t)
 	old := time.Now().Add(-time.Hour)
 	write := func(name string, size int) string {
 		p := filepath.Join(dir, name)

@@ -262,7 +262,10 @@ func (s *streamSet) recoverDead() {
 				w.Close()
 			}
 		}
-		lock.Close() // unlocks
+		// Unlocked before it is closed: a job being forked meanwhile holds
+		// a copy of the descriptor, and with it the lock, until it execs.
+		syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		lock.Close()
 	}
 }
 
@@ -338,6 +341,7 @@ func (s *streamSet) close() {
 	defer s.filesMu.Unlock()
 	for _, f := range s.files {
 		f.w.Close()
+		syscall.Flock(int(f.lock.Fd()), syscall.LOCK_UN) // see recoverDead
 		f.lock.Close()
 		f.shipMu.Lock()
 		if f.rd != nil {

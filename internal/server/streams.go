@@ -113,6 +113,9 @@ func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("stream copy: lock %s: %w", p.File, err)
 	}
+	// Unlocked before the deferred close: a child being forked meanwhile
+	// holds a copy of the descriptor, and with it the lock, until it execs.
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if s.shipped.first(p.Placeholder, p.File) {
 		// The first piece since this CLS started: a copy it was writing
 		// when it stopped may end in a torn piece. Cut it to its last

@@ -240,6 +240,9 @@ func (f *KeyFile) edit(change func([]Key) ([]Key, error)) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
+	// Unlocked before the deferred close: a child being forked meanwhile
+	// holds a copy of the descriptor, and with it the lock, until it execs.
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	keys, err := readKeys(f.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

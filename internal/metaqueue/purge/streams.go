@@ -125,7 +125,13 @@ func removeStream(path string, grace time.Duration, now time.Time, dry bool) int
 	if err != nil {
 		return 0 // gone meanwhile, or a link: not ours to remove
 	}
-	defer f.Close() // unlocks
+	defer func() {
+		// Unlocked before it is closed: a child being forked meanwhile
+		// holds a copy of the descriptor, and with it the lock, until it
+		// execs.
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= magicLen || now.Sub(fi.ModTime()) < grace {
 		return 0

@@ -231,6 +231,9 @@ func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, s
 	fs.SetOutput(io.Discard)
 	f = new(flags)
 	f.register(fs, mode)
+	if msg := withoutValue(fs, args); msg != "" {
+		return nil, nil, UsageError{msg}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -246,6 +249,42 @@ func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, s
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	f.set = set
 	return f, set, nil
+}
+
+// withoutValue finds a value flag given without its value, which the
+// flag package would give the flag after it as its value (--key --cls
+// HOST:PORT), and says so; "" if none. It reads args as fs.Parse will: up
+// to the first argument that is no flag, or "--".
+func withoutValue(fs *flag.FlagSet, args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return ""
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		fl := fs.Lookup(name)
+		if hasValue || fl == nil {
+			continue
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		i++
+		next := args[i]
+		if len(next) < 2 || next[0] != '-' {
+			continue
+		}
+		dashes := "-"
+		if next[1] == '-' {
+			dashes = "--"
+		}
+		// Named without what follows an '=': short whatever was typed.
+		n, _, _ := strings.Cut(next[len(dashes):], "=")
+		if fs.Lookup(n) != nil || n == "h" || n == "help" {
+			return flagmsg.WithoutValue(a, dashes+n)
+		}
+	}
+	return ""
 }
 
 // options are the flags' values the agent takes in another form.

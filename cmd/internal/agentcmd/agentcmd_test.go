@@ -51,6 +51,13 @@ func TestUsage(t *testing.T) {
 		{Local, "--resource lic=0", "--resource"},
 		{Local, "--resource lic=1 --resource lic=2", "--resource lic given twice"},
 		{Remote, "--mem 8X", "required"}, // the required flags first, as before
+		// A value flag without its value, before the flag package takes
+		// the next flag as it: both named, not what follows an '='.
+		{Remote, "--key --cls h:1 --site s --out /tmp", "--key has no value: the word after it, --cls, is a flag (a value that begins with '-' is written --key=VALUE)"},
+		{Local, "-site --out=/secret/x", "-site has no value: the word after it, --out, is a flag"},
+		{Local, "--slots -h", "--slots has no value: the word after it, -h, is a flag"},
+		{Local, "--noop --slots 0", "--slots must be 1..4096, not 0"}, // a bool flag takes no value
+		{Local, "extra --site --out", `unexpected argument "extra"`},  // flags end at the first argument
 	} {
 		err := Run(context.Background(), "test", tc.mode, strings.Fields(tc.args), io.Discard)
 		var ue UsageError

@@ -53,3 +53,10 @@ func clip(v string) string {
 	}
 	return v[:cut] + `..."`
 }
+
+// WithoutValue is the message for value flag a (as written) given without
+// its value, followed by flag next: both named, never a value, so the
+// message stays short whatever was typed.
+func WithoutValue(a, next string) string {
+	return fmt.Sprintf("%s has no value: the word after it, %s, is a flag (a value that begins with '-' is written %s=VALUE)", a, next, a)
+}

@@ -6,11 +6,12 @@
 package flagorder
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/mq-hpc/mq/cmd/internal/flagmsg"
 )
 
 // First returns a rewrite of a command line (args[0] the program) that
@@ -119,7 +120,7 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 			// Both named as written without what follows an '=': flags'
 			// names, short whatever the user typed.
 			flag := next[:len(next)-len(bare)] + n
-			return fmt.Sprintf("%s has no value: the word after it, %s, is a flag (a value that begins with '-' is written %s=VALUE)", a, flag, a), help
+			return flagmsg.WithoutValue(a, flag), help
 		}
 	}
 	return "", ""

@@ -170,6 +170,12 @@ func cliMarkdown() (string, error) {
 	b.WriteString("Generated from the commands' flag definitions by `cls docs DIR` (its `cli.md`);\n")
 	b.WriteString("`go test ./cmd/internal/clscmd -run TestCLIReference -update` rewrites this file.\n")
 	b.WriteString("The guide ([docs/guide](../guide/)) says when to use what.\n")
+	b.WriteString("\nHow a command line is read: mqstat, mqdel, mqhold, mqrls, mqalter and mqwait take\n")
+	b.WriteString("their flags after the job ids too (`mqwait 720-723 --timeout 2h`); what follows mqsub's\n")
+	b.WriteString("TARGET is the job's command, its flags the job's (`mqsub y echo -t z`), except with `--rerun`.\n")
+	b.WriteString("A value flag takes the word after it, unless that word is one of the command's flags:\n")
+	b.WriteString("`mqstat -t -s F` is refused, exit 2 (`-t has no value: the word after it, -s, is a flag`);\n")
+	b.WriteString("a value that begins with '-' is written `-t=VALUE`. The agents below refuse a value flag without its value too.\n")
 	for _, a := range docApps() {
 		a.Version = ""
 		md, err := a.ToMarkdown()

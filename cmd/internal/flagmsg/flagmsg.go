@@ -6,6 +6,7 @@ package flagmsg
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +22,7 @@ func Reword(err error) string {
 		if len(f) > 1 {
 			f = "-" + f // --foo as typed and as the help shows it, not -foo
 		}
-		return "unknown flag -" + f
+		return "unknown flag " + named("-"+f)
 	}
 	// invalid value "V" for flag -NAME: REASON, with the dashes the help shows.
 	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
@@ -40,6 +41,17 @@ func Reword(err error) string {
 		}
 	}
 	return s
+}
+
+// named is a flag's name as typed, as it is if it is short and plain,
+// else quoted (control characters escaped) and cut like a value: it is
+// anything the user, or a peer over SSH, wrote.
+func named(f string) string {
+	plain := len(f) <= maxValue && strings.IndexFunc(f, func(r rune) bool { return r <= ' ' || r > '~' }) < 0
+	if plain {
+		return f
+	}
+	return clip(strconv.Quote(f))
 }
 
 // clip is quoted value v cut to about maxValue bytes, its end marked.

@@ -15,6 +15,10 @@ func TestReword(t *testing.T) {
 		{`invalid value "2h" for flag -idle: want a duration`, `--idle: "2h": want a duration`},
 		// A reason that names the value is not preceded by it again.
 		{`invalid value "x=0" for flag -resource: resource "x=0": want a positive integer after =`, `--resource: resource "x=0": want a positive integer after =`},
+		// A name that is not plain is quoted, and a long one cut.
+		{"flag provided but not defined: -\r", `unknown flag "-\r"`},
+		{"flag provided but not defined: -x y", `unknown flag "--x y"`},
+		{"flag provided but not defined: -" + strings.Repeat("a", 70000), `unknown flag "--` + strings.Repeat("a", 57) + `..."`},
 		{"something else", "something else"},
 		// A long value is named by its start.
 		{`invalid value "X=` + strings.Repeat("a", 70000) + `" for flag -v: the job's environment is 70003 bytes; the limit is 65536`,

@@ -108,22 +108,34 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 			cmds, help, takesValue = cmds[k].Subcommands, help+" "+cmds[k].Name, valueFlags(cmds[k].Flags)
 			continue
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		dashes, name, hasValue := flagName(a)
 		if hasValue || !takesValue[name] || i+1 == len(args) {
 			continue
 		}
 		i++
-		next := args[i]
-		bare := strings.TrimLeft(next, "-")
-		n, _, _ := strings.Cut(bare, "=")
-		if _, isFlag := takesValue[n]; len(next) > 1 && next[0] == '-' && (isFlag || n == "h" || n == "help") {
+		nd, n, _ := flagName(args[i])
+		if _, isFlag := takesValue[n]; nd != "" && (isFlag || n == "h" || n == "help") {
 			// Both named as written without what follows an '=': flags'
 			// names, short whatever the user typed.
-			flag := next[:len(next)-len(bare)] + n
-			return flagmsg.WithoutValue(a, flag), help
+			return flagmsg.WithoutValue(dashes+name, nd+n), help
 		}
 	}
 	return "", ""
+}
+
+// flagName splits a word written as a flag, -NAME or --NAME, with
+// =VALUE or not, as the flag package reads one; dashes is "" for a word
+// that is none.
+func flagName(a string) (dashes, name string, hasValue bool) {
+	dashes = "-"
+	if strings.HasPrefix(a, "--") {
+		dashes = "--"
+	}
+	if len(a) <= len(dashes) || a[0] != '-' || a[len(dashes)] == '-' {
+		return "", "", false
+	}
+	name, _, hasValue = strings.Cut(a[len(dashes):], "=")
+	return dashes, name, hasValue
 }
 
 // valueFlags says, by every name of flags, whether the flag takes a value.

@@ -80,6 +80,10 @@ func TestFlagWithoutValue(t *testing.T) {
 		{[]string{"mq", "-5", "-t", "a"}, ""},
 		{[]string{"mq", "job", "-t", "-s"}, ""},
 		{[]string{"mq", "--", "-t", "-s"}, ""},
+		// Three dashes or more are no flag to the parser (it refuses
+		// them), and never named: the message stays short.
+		{[]string{"mq", strings.Repeat("-", 1000) + "t", "-s"}, ""},
+		{[]string{"mq", "-t", strings.Repeat("-", 1000) + "s"}, ""},
 	} {
 		msg, _ := WithoutValue(app, tc.args)
 		switch {

@@ -257,11 +257,10 @@ func parse(name string, mode Mode, args []string, stderr io.Writer) (f *flags, s
 // to the first argument that is no flag, or "--".
 func withoutValue(fs *flag.FlagSet, args []string) string {
 	for i := 0; i+1 < len(args); i++ {
-		a := args[i]
-		if a == "--" || len(a) < 2 || a[0] != '-' {
-			return ""
+		dashes, name, hasValue := flagmsg.FlagWord(args[i])
+		if dashes == "" {
+			return "" // "--", or the first argument that is no flag
 		}
-		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
 		fl := fs.Lookup(name)
 		if hasValue || fl == nil {
 			continue
@@ -270,18 +269,10 @@ func withoutValue(fs *flag.FlagSet, args []string) string {
 			continue
 		}
 		i++
-		next := args[i]
-		if len(next) < 2 || next[0] != '-' {
-			continue
-		}
-		dashes := "-"
-		if next[1] == '-' {
-			dashes = "--"
-		}
-		// Named without what follows an '=': short whatever was typed.
-		n, _, _ := strings.Cut(next[len(dashes):], "=")
-		if fs.Lookup(n) != nil || n == "h" || n == "help" {
-			return flagmsg.WithoutValue(a, dashes+n)
+		nd, n, _ := flagmsg.FlagWord(args[i])
+		if nd != "" && (fs.Lookup(n) != nil || n == "h" || n == "help") {
+			// Both named without what follows an '=': short whatever was typed.
+			return flagmsg.WithoutValue(dashes+name, nd+n)
 		}
 	}
 	return ""

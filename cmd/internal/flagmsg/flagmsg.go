@@ -1,7 +1,8 @@
 // Package flagmsg rewords the flag package's parse errors into the one-line
 // messages every mq command prints ("unknown flag --foo", "--slots: "x": not
-// a valid value"). It is apart so mqagent, which does not link urfave/cli,
-// words them as the other commands do.
+// a valid value"), and reads a word as the flag package will, for the
+// checks made before it parses. It is apart so mqagent, which does not
+// link urfave/cli, reads and words them as the other commands do.
 package flagmsg
 
 import (
@@ -71,4 +72,19 @@ func clip(v string) string {
 // message stays short whatever was typed.
 func WithoutValue(a, next string) string {
 	return fmt.Sprintf("%s has no value: the word after it, %s, is a flag (a value that begins with '-' is written %s=VALUE)", a, next, a)
+}
+
+// FlagWord splits a word written as a flag, -NAME or --NAME, with
+// =VALUE or not, as the flag package reads one; dashes is "" for a word
+// that is none.
+func FlagWord(a string) (dashes, name string, hasValue bool) {
+	dashes = "-"
+	if strings.HasPrefix(a, "--") {
+		dashes = "--"
+	}
+	if len(a) <= len(dashes) || a[0] != '-' || a[len(dashes)] == '-' {
+		return "", "", false
+	}
+	name, _, hasValue = strings.Cut(a[len(dashes):], "=")
+	return dashes, name, hasValue
 }

@@ -29,3 +29,24 @@ func TestReword(t *testing.T) {
 		}
 	}
 }
+
+func TestFlagWord(t *testing.T) {
+	for _, tc := range []struct {
+		word, dashes, name string
+		hasValue           bool
+	}{
+		{"-t", "-", "t", false},
+		{"--target=-s", "--", "target", true},
+		{"-t=", "-", "t", true},
+		{"--", "", "", false},
+		{"-", "", "", false},
+		{"---t", "", "", false},
+		{"x", "", "", false},
+		{"-5", "-", "5", false}, // a flag to the parser (which refuses it)
+	} {
+		d, n, v := FlagWord(tc.word)
+		if d != tc.dashes || n != tc.name || v != tc.hasValue {
+			t.Errorf("FlagWord(%q) = %q, %q, %v; want %q, %q, %v", tc.word, d, n, v, tc.dashes, tc.name, tc.hasValue)
+		}
+	}
+}

@@ -108,12 +108,12 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 			cmds, help, takesValue = cmds[k].Subcommands, help+" "+cmds[k].Name, valueFlags(cmds[k].Flags)
 			continue
 		}
-		dashes, name, hasValue := flagName(a)
+		dashes, name, hasValue := flagmsg.FlagWord(a)
 		if hasValue || !takesValue[name] || i+1 == len(args) {
 			continue
 		}
 		i++
-		nd, n, _ := flagName(args[i])
+		nd, n, _ := flagmsg.FlagWord(args[i])
 		if _, isFlag := takesValue[n]; nd != "" && (isFlag || n == "h" || n == "help") {
 			// Both named as written without what follows an '=': flags'
 			// names, short whatever the user typed.
@@ -121,21 +121,6 @@ func WithoutValue(app *cli.App, args []string) (msg, help string) {
 		}
 	}
 	return "", ""
-}
-
-// flagName splits a word written as a flag, -NAME or --NAME, with
-// =VALUE or not, as the flag package reads one; dashes is "" for a word
-// that is none.
-func flagName(a string) (dashes, name string, hasValue bool) {
-	dashes = "-"
-	if strings.HasPrefix(a, "--") {
-		dashes = "--"
-	}
-	if len(a) <= len(dashes) || a[0] != '-' || a[len(dashes)] == '-' {
-		return "", "", false
-	}
-	name, _, hasValue = strings.Cut(a[len(dashes):], "=")
-	return dashes, name, hasValue
 }
 
 // valueFlags says, by every name of flags, whether the flag takes a value.

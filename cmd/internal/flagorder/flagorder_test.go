@@ -97,3 +97,41 @@ func TestFlagWithoutValue(t *testing.T) {
 		t.Errorf("a subcommand's error points to %q's help, want mq purge's", help)
 	}
 }
+
+// FuzzCommandLine: whatever the words, First only moves them (none lost,
+// none made, the program's name first) and WithoutValue's message is one
+// short line that names flags only.
+func FuzzCommandLine(f *testing.F) {
+	for _, s := range []string{
+		"mq 720-723 --timeout 2h", "mq -t -s F", "mq purge -s --target", "mq -t=-s F", "mq 1 -- -Q",
+		"mq ---t -s", "mq -t", "mq - 1", "mq 5 - --generate-bash-completion", "mq --limit -1 -Q x",
+	} {
+		f.Add(s)
+	}
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "t", Aliases: []string{"target"}},
+		&cli.StringFlag{Name: "s", Aliases: []string{"states"}},
+		&cli.IntFlag{Name: "limit"},
+		&cli.DurationFlag{Name: "timeout"},
+		&cli.BoolFlag{Name: "Q"},
+	}
+	app := &cli.App{Name: "mq", Flags: flags, Commands: []*cli.Command{{Name: "purge", Flags: flags[:2]}}}
+	first := First(flags)
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, " ")
+		got := first(slices.Clone(args))
+		if got[0] != args[0] || !slices.Equal(sorted(got), sorted(args)) {
+			t.Fatalf("First(%q) = %q: not the same words", args, got)
+		}
+		msg, _ := WithoutValue(app, args)
+		if len(msg) > 200 || strings.ContainsAny(msg, "\n\r\x00") {
+			t.Fatalf("WithoutValue(%q) = %q, want one short line", args, msg)
+		}
+	})
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}

@@ -150,13 +150,18 @@ func TestSlowNotice(t *testing.T) {
 	go func() { _, err := wait.Wait(ctx); waited <- err }()
 	done := make(chan error, 1)
 	go func() { _, err := Do(ctx, cl, protocol.OpRelease, protocol.Select{IDs: []int64{1}}); done <- err }()
-	select {
-	case op := <-notes:
-		if op != "release" {
-			t.Errorf("noted %q first, want release", op)
+	// The hello is answered at once, but on a loaded machine perhaps
+	// past the 20 ms too: a notice of it is right, and not this test's.
+	for noted := false; !noted; {
+		select {
+		case op := <-notes:
+			if op != "hello" && op != "release" {
+				t.Errorf("noted %q first, want release", op)
+			}
+			noted = op == "release"
+		case <-time.After(time.Minute):
+			t.Fatal("no notice of an unanswered request")
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("no notice of an unanswered request")
 	}
 	close(release) // the fake answers each request in turn
 	for _, ch := range []chan error{waited, done} {
@@ -166,6 +171,8 @@ func TestSlowNotice(t *testing.T) {
 	}
 	close(notes)
 	for op := range notes {
-		t.Errorf("noted %q as well (a long poll, or a second time)", op)
+		if op != "hello" {
+			t.Errorf("noted %q as well (a long poll, or a second time)", op)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/internal/metaqueue/catalog"
 	"github.com/mq-hpc/mq/internal/metaqueue/dc"
 
@@ -617,11 +618,7 @@ func lockHome(home string) (func(), error) {
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
-	// Unlock before closing: a child another goroutine is forking holds a
-	// copy of the descriptor until it execs, and closing alone would leave
-	// the lock held through it, so a CLS started next in this process
-	// would find the home taken.
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return func() { filelock.Close(f) }, nil
 }
 
 // jobWaiter is the store as reading jobs' output uses it: a job's detail

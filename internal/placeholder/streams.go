@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/diskroom"
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/protocol"
@@ -262,10 +263,7 @@ func (s *streamSet) recoverDead() {
 				w.Close()
 			}
 		}
-		// Unlocked before it is closed: a job being forked meanwhile holds
-		// a copy of the descriptor, and with it the lock, until it execs.
-		syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-		lock.Close()
+		filelock.Close(lock)
 	}
 }
 
@@ -341,8 +339,7 @@ func (s *streamSet) close() {
 	defer s.filesMu.Unlock()
 	for _, f := range s.files {
 		f.w.Close()
-		syscall.Flock(int(f.lock.Fd()), syscall.LOCK_UN) // see recoverDead
-		f.lock.Close()
+		filelock.Close(f.lock)
 		f.shipMu.Lock()
 		if f.rd != nil {
 			f.rd.Close()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/internal/outstream"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -109,13 +110,10 @@ func (s *Server) appendCopy(dir string, p protocol.StreamPiece) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("stream copy: %w", err)
 	}
-	defer f.Close()
+	defer filelock.Close(f)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return 0, fmt.Errorf("stream copy: lock %s: %w", p.File, err)
 	}
-	// Unlocked before the deferred close: a child being forked meanwhile
-	// holds a copy of the descriptor, and with it the lock, until it execs.
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if s.shipped.first(p.Placeholder, p.File) {
 		// The first piece since this CLS started: a copy it was writing
 		// when it stopped may end in a torn piece. Cut it to its last

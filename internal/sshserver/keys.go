@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/internal/mqhome"
 	"github.com/mq-hpc/mq/protocol"
 )
@@ -236,13 +237,10 @@ func (f *KeyFile) edit(change func([]Key) ([]Key, error)) error {
 	if err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
-	defer lock.Close()
+	defer filelock.Close(lock)
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("key file: %w", err)
 	}
-	// Unlocked before the deferred close: a child being forked meanwhile
-	// holds a copy of the descriptor, and with it the lock, until it execs.
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	keys, err := readKeys(f.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

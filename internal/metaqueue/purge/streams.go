@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -125,13 +126,7 @@ func removeStream(path string, grace time.Duration, now time.Time, dry bool) int
 	if err != nil {
 		return 0 // gone meanwhile, or a link: not ours to remove
 	}
-	defer func() {
-		// Unlocked before it is closed: a child being forked meanwhile
-		// holds a copy of the descriptor, and with it the lock, until it
-		// execs.
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}()
+	defer filelock.Close(f)
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= magicLen || now.Sub(fi.ModTime()) < grace {
 		return 0

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -418,7 +419,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+			return func() { filelock.Close(f) }, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()

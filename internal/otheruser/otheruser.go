@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // Name is the unprivileged user tests act as.
@@ -27,17 +28,20 @@ func Need(t testing.TB) (u *user.User, uid, gid int) {
 			t.Skipf("%s is not installed", p)
 		}
 	}
-	if _, err := user.Lookup(Name); err != nil {
-		// Exit 9: made meanwhile by a concurrent test.
-		out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", Name).CombinedOutput()
-		var ee *exec.ExitError
-		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 9) {
-			t.Fatalf("useradd %s: %v: %s", Name, err, out)
-		}
-	}
 	u, err := user.Lookup(Name)
-	if err != nil {
-		t.Fatal(err)
+	// Tests at once (parallel ones, other packages' processes) may each
+	// find the user missing: useradd then fails for the one made meanwhile
+	// (exit 9) or for the password file another useradd has locked.
+	for deadline := time.Now().Add(time.Minute); err != nil; u, err = user.Lookup(Name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no user %s: %v", Name, err)
+		}
+		out, addErr := exec.Command("useradd", "-m", "-s", "/bin/sh", Name).CombinedOutput()
+		var ee *exec.ExitError
+		if addErr != nil && !(errors.As(addErr, &ee) && ee.ExitCode() == 9) {
+			t.Logf("useradd %s: %v: %s", Name, addErr, out)
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	uid, _ = strconv.Atoi(u.Uid)
 	gid, _ = strconv.Atoi(u.Gid)

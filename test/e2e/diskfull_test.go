@@ -32,10 +32,19 @@ func (h *harness) tmpfsHome(size int64) {
 		h.t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
 	}
 	h.t.Cleanup(func() {
-		h.killAll()
-		if out, err := exec.Command("umount", h.home).CombinedOutput(); err != nil {
-			h.t.Errorf("umount %s: %v: %s", h.home, err, out)
-			exec.Command("umount", "-l", h.home).Run()
+		// A process killed is not gone at once, nor its files closed:
+		// "target is busy" until then, longer on a busy machine.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			h.killAll()
+			out, err := exec.Command("umount", h.home).CombinedOutput()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				h.t.Errorf("umount %s: %v: %s", h.home, err, out)
+				exec.Command("umount", "-l", h.home).Run()
+				return
+			}
 		}
 	})
 }

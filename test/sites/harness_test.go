@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,12 +98,8 @@ func setup(m *testing.M) int {
 	}
 	if out, err := exec.Command(filepath.Join(repo, "scripts/pbs.sh"), "start").CombinedOutput(); err != nil {
 		havePBS = "PBS did not start: " + strings.TrimSpace(string(out))
-	} else {
-		// Only this suite submits as mqpbs: placeholders left by a run that
-		// died would be counted by this one's checks.
-		exec.Command("ip", "netns", "exec", pbsNS, "su", "-", "mqpbs", "-c",
-			`ids=$(qstat -f | awk '/^Job Id:/ {id = $3} /^ +Job_Name = mq-/ {print id}') && [ -n "$ids" ] && qdel $ids`).Run()
 	}
+	cancelLeftovers()
 	// One key for every test's login host: mquser accepts it.
 	clientKey = filepath.Join(binDir, "client_key")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", clientKey).CombinedOutput(); err != nil {
@@ -133,6 +130,29 @@ func setup(m *testing.M) int {
 		})
 	}
 	return m.Run()
+}
+
+// cancelLeftovers cancels the site users' batch jobs named like
+// placeholders. Only this suite submits as them, and only one run of it
+// at a time (each batch system has two slots: two runs would keep each
+// other's placeholders waiting), so these are a run's that died. Left,
+// they held the slots: the first test's placeholders waited behind them
+// past its deadline (a slurmctld restarted had recovered two that a CLS
+// had cancelled just before it stopped).
+func cancelLeftovers() {
+	run := func(user, cmd string) { exec.Command("su", user, "-c", cmd).Run() }
+	for _, u := range []string{"mquser", secondUser} {
+		if haveSGE == "" {
+			run(u, `ids=$(qstat -u `+u+` | awk 'NR > 2 && $3 ~ /^mq-/ {print $1}') && [ -n "$ids" ] && qdel $ids`)
+		}
+		if haveSlurm == "" {
+			run(u, `ids=$(squeue -h -u `+u+` -o '%i %j' | awk '$2 ~ /^mq-/ {print $1}') && [ -n "$ids" ] && scancel $ids`)
+		}
+	}
+	if havePBS == "" {
+		exec.Command("ip", "netns", "exec", pbsNS, "su", "-", "mqpbs", "-c",
+			`ids=$(qstat -f | awk '/^Job Id:/ {id = $3} /^ +Job_Name = mq-/ {print id}') && [ -n "$ids" ] && qdel $ids`).Run()
+	}
 }
 
 // editAuthorizedKeys rewrites an authorized_keys file as edit says, under
@@ -373,17 +393,21 @@ Subsystem sftp internal-sftp
 	if l.ns != "" { // ip execs sshd: the process is still sshd's
 		l.cmd = exec.Command("ip", append([]string{"netns", "exec", l.ns}, l.cmd.Args...)...)
 	}
+	pidFile := filepath.Join(l.dir, "sshd.pid")
+	os.Remove(pidFile) // an earlier sshd's, restarted
 	if err := l.cmd.Start(); err != nil {
 		l.t.Fatalf("sshd: %v", err)
 	}
-	for i := 0; i < 100; i++ {
-		if c, err := net.DialTimeout("tcp", l.addr, 100*time.Millisecond); err == nil {
-			c.Close()
+	// sshd writes its pid file once it listens. A port that answers would
+	// not do: another process may have taken it since freePort.
+	want := strconv.Itoa(l.cmd.Process.Pid)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(b)) == want {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	l.t.Fatalf("sshd did not listen on %s", l.addr)
+	b, _ := os.ReadFile(filepath.Join(l.dir, "sshd.log"))
+	l.t.Fatalf("sshd did not listen on %s: %s", l.addr, b)
 }
 
 // auth is the test's own sshd_config's lines for how users log in: a

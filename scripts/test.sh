@@ -40,14 +40,13 @@ fi
 
 # The sites suite (test/sites: real SGE, Slurm and PBS) takes ~24 minutes,
 # much of it waiting on the batch systems: the longest part of the run.
-# The suites run their tests one at a time: with sites tests on different
-# batch systems at once and e2e tests four at a time, the run took 25.3
-# minutes against 26.1, both cores busy throughout, and a live comparison
-# of two sites' policies (HEFT's bytes against FCFS's) lost its margin.
 # It runs beside the end-to-end suite and then the race detector, in its
 # own process group (ended if the script stops early); its output comes
 # at the end. (Beside the unit tests too, it slowed them twofold: the
 # machine's two cores, not the waits, bound those stages.)
+# The suites run their tests one at a time: the run is bound by its two
+# cores. With sites tests on different batch systems at once and e2e tests
+# four at a time it took 25.3 minutes against 26.1, the load average near 9.
 sites_log=$(mktemp)
 stage "sites (real batch systems), beside the stages below"
 setsid -w go test -count=1 -tags e2e -timeout 45m ./test/sites >"$sites_log" 2>&1 &

@@ -40,6 +40,8 @@ func Need(t testing.TB) (u *user.User, uid, gid int) {
 		var ee *exec.ExitError
 		if addErr != nil && !(errors.As(addErr, &ee) && ee.ExitCode() == 9) {
 			t.Logf("useradd %s: %v: %s", Name, addErr, out)
+		}
+		if addErr != nil {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}

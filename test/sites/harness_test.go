@@ -99,6 +99,13 @@ func setup(m *testing.M) int {
 	if out, err := exec.Command(filepath.Join(repo, "scripts/pbs.sh"), "start").CombinedOutput(); err != nil {
 		havePBS = "PBS did not start: " + strings.TrimSpace(string(out))
 	}
+	// One run at a time (cancelLeftovers): a second waits for the first.
+	lock, err := oneRunAtATime("/run/lock/mq-sites-suite.lock")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sites:", err)
+		return 1
+	}
+	defer lock.Close() // referenced until the run ends: a file collected is closed, and its lock with it
 	cancelLeftovers()
 	// One key for every test's login host: mquser accepts it.
 	clientKey = filepath.Join(binDir, "client_key")
@@ -122,9 +129,8 @@ func setup(m *testing.M) int {
 			return 1
 		}
 		exec.Command("chown", "-R", u+":"+u, filepath.Dir(ak)).Run()
-		// Only our key goes: another run of this suite (another worktree's)
-		// may have added its own since, and restoring the file as it was
-		// took that away mid-run ("accepted none of our keys").
+		// Only our key goes: a CLS may have added its own lines since, and
+		// restoring the file as it was took such lines away mid-run.
 		defer editAuthorizedKeys(ak, func(lines []string) []string {
 			return slices.DeleteFunc(lines, func(l string) bool { return l == strings.TrimSpace(string(pub)) })
 		})
@@ -132,13 +138,32 @@ func setup(m *testing.M) int {
 	return m.Run()
 }
 
+// oneRunAtATime takes an exclusive lock on path, held until the file it
+// returns is closed or the process ends, waiting for another run of the
+// suite that holds it.
+func oneRunAtATime(path string) (*os.File, error) {
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		fmt.Fprintf(os.Stderr, "sites: waiting for another run of this suite (it holds %s)\n", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
 // cancelLeftovers cancels the site users' batch jobs named like
-// placeholders. Only this suite submits as them, and only one run of it
-// at a time (each batch system has two slots: two runs would keep each
-// other's placeholders waiting), so these are a run's that died. Left,
-// they held the slots: the first test's placeholders waited behind them
-// past its deadline (a slurmctld restarted had recovered two that a CLS
-// had cancelled just before it stopped).
+// placeholders. Only this suite submits as them, one run at a time (each
+// batch system has two slots: two runs would keep each other's
+// placeholders waiting), so these are a run's that died. Left, they held
+// the slots: the first test's placeholders waited behind them past its
+// deadline (a slurmctld restarted had recovered two that a CLS had
+// cancelled just before it stopped).
 func cancelLeftovers() {
 	run := func(user, cmd string) { exec.Command("su", user, "-c", cmd).Run() }
 	for _, u := range []string{"mquser", secondUser} {
@@ -157,7 +182,7 @@ func cancelLeftovers() {
 
 // editAuthorizedKeys rewrites an authorized_keys file as edit says, under
 // the lock the CLS takes for its own lines there (.mq-lock beside it), so
-// that runs of this suite at once, and their CLSs, keep each other's lines.
+// that the suite and the CLSs keep each other's lines.
 func editAuthorizedKeys(path string, edit func([]string) []string) error {
 	lock, err := os.OpenFile(filepath.Join(filepath.Dir(path), ".mq-lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

@@ -119,8 +119,8 @@ func TestPlanReplayHEFTvsFCFS(t *testing.T) {
 	// The live HEFT run against late binding as the model predicts it
 	// with the default link, not against the live FCFS run: where a late
 	// bound job runs is a race between the sites' placeholders, and on a
-	// loaded machine FCFS moved 8.4 MB where it moves 21-30 MB quiet
-	// (HEFT's plan: 17.9 MB, run or not).
+	// loaded machine FCFS moved 8.4 MB where it moves 21-30 MB quiet.
+	// HEFT's run moves its plan's 17.9 MB either way.
 	if fcfs := res["fcfs"].Predicted["configured"][1]; float64(res["heft"].Bytes) > fcfs {
 		t.Errorf("HEFT moved %d bytes, late binding %.0f in the model (%d live): the plan should move no more", res["heft"].Bytes, fcfs, res["fcfs"].Bytes)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mq-hpc/mq/internal/filelock"
 )
 
 // TestClsStop: cls stop stops the CLS serving MQ_HOME and returns only
@@ -42,7 +44,7 @@ func TestClsStop(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("cls stop returned while the CLS still held MQ_HOME's lock: %v", err)
 	}
-	f.Close()
+	filelock.Close(f)
 	select {
 	case <-c.done:
 	case <-time.After(30 * time.Second):

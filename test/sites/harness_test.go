@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/test/internal/fds"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -105,7 +106,7 @@ func setup(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "sites:", err)
 		return 1
 	}
-	defer lock.Close() // referenced until the run ends: a file collected is closed, and its lock with it
+	defer filelock.Close(lock) // referenced until the run ends: a file collected is closed, and its lock with it
 	cancelLeftovers()
 	// One key for every test's login host: mquser accepts it.
 	clientKey = filepath.Join(binDir, "client_key")
@@ -188,7 +189,7 @@ func editAuthorizedKeys(path string, edit func([]string) []string) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	defer filelock.Close(lock)
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}

@@ -238,10 +238,7 @@ func (c *Client) readLoop() {
 		p.ch <- resp
 	}
 	c.mu.Lock()
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		err = ErrClosed
-	}
-	c.err = err
+	c.err = broken(err)
 	for id, p := range c.pending {
 		close(p.ch)
 		delete(c.pending, id)
@@ -275,9 +272,24 @@ func (c *Client) send(op string, body any, stream bool) (uint64, *pending, error
 	c.wmu.Unlock()
 	if err != nil {
 		c.forget(id)
-		return 0, nil, fmt.Errorf("send %s request: %w", op, err)
+		return 0, nil, fmt.Errorf("send %s request: %w", op, broken(err))
 	}
 	return id, p, nil
+}
+
+// broken says what a failed read or write on the connection means. The
+// CLS's end closing is ErrClosed however it shows: end of file, a reset
+// (a CLS that stops closes connections whose requests it has not read),
+// a broken pipe. Callers such as mqwait wait for a CLS that went away to
+// come back, so that must not read as any other failure.
+func broken(err error) error {
+	switch {
+	case err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		return ErrClosed
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("%w (%w)", ErrClosed, unwrapOp(err))
+	}
+	return err
 }
 
 func (c *Client) forget(id uint64) {

@@ -1,12 +1,17 @@
 package client
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mq-hpc/mq/protocol"
 )
 
 // A client talks only to a CLS socket that is its user's own, in a home
@@ -135,4 +140,53 @@ func TestCheckPeer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "its server runs as uid") {
 		t.Fatalf("error %v; want the server's user refused", err)
 	}
+}
+
+// TestResetIsClosed: a CLS that stops closes connections whose requests
+// it has not read, and the kernel then resets them. That is the CLS going
+// away, as end of file is: mqwait and mqsub -b wait for it to come back
+// on ErrClosed, and failed at once on the reset.
+func TestResetIsClosed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		line, err := r.ReadBytes('\n') // hello
+		if err != nil {
+			return
+		}
+		var req protocol.Request
+		json.Unmarshal(line, &req)
+		b, _ := protocol.AppendFrame(nil, protocol.Response{ID: req.ID, Body: json.RawMessage(`{"proto":1,"server":"x","role":"user"}`)})
+		c.Write(b)
+		// Wait for the next request to arrive, read none of it, and close:
+		// what a stopping CLS does to a request in flight.
+		// (The client sends nothing more until hello is answered, so r
+		// has buffered none of it.)
+		c.Read(make([]byte, 1))
+	}()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := New(context.Background(), c, protocol.RoleUser, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = Do(context.Background(), cl, protocol.OpSiteList, protocol.Empty{})
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("a request the CLS closed on unread: %v; want ErrClosed", err)
+	}
+	t.Logf("error: %v", err)
 }

@@ -49,7 +49,7 @@ func TestAlter(t *testing.T) {
 			t.Fatalf("round %d: mqstat -j %d:\n%s", round, big, out)
 		}
 		if round == 0 {
-			h.stopCLS(syscall.SIGKILL, 10*time.Second)
+			h.stopCLS(syscall.SIGKILL, time.Minute)
 			h.startCLS("--local", "0")
 		}
 	}
@@ -233,7 +233,7 @@ func TestAlterKilledMidway(t *testing.T) {
 		}
 		return nil
 	})
-	h.stopCLS(syscall.SIGKILL, 10*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	select {
 	case err := <-done:
 		t.Logf("mqalter ended %v", err)

@@ -131,7 +131,7 @@ func TestBadInput(t *testing.T) {
 		}
 		a, _ := strconv.ParseInt(ids[0], 10, 64)
 		b, _ := strconv.ParseInt(ids[1], 10, 64)
-		h.waitState(b, "D", 10*time.Second)
+		h.waitState(b, "D", time.Minute)
 		stillServing(t, waiting, a, b)
 	})
 	// From here on the list holds the waiting job and the two good ones.
@@ -185,7 +185,7 @@ func TestBadInput(t *testing.T) {
 			if i%2 == 0 {
 				garbage = append(garbage, '\n', 0, 0xff, '{', '}', '\n', '[', '\n')
 			}
-			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			conn.SetDeadline(time.Now().Add(time.Minute))
 			conn.Write(garbage)
 			if i == 0 {
 				// Each bad line gets an error reply; read one.
@@ -210,7 +210,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.SetDeadline(time.Now().Add(time.Minute))
 		big := append([]byte(`{"id":1,"op":"hello","body":{"client":"`), bytes.Repeat([]byte("x"), 5<<20)...)
 		big = append(big, []byte("\"}}\n")...)
 		go conn.Write(big) // the CLS may hang up before it has read it all
@@ -262,7 +262,7 @@ func TestCommandAtLimit(t *testing.T) {
 			continue
 		}
 		id, _ := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
-		if d := h.waitState(id, "DF", 10*time.Second); d.State != "D" {
+		if d := h.waitState(id, "DF", time.Minute); d.State != "D" {
 			t.Errorf("BUG: a command of %d bytes (the limit is %d) is accepted but ends %s: %s", n, 128<<10, d.State, d.Reason)
 		}
 	}

@@ -40,7 +40,7 @@ func TestBrokenAfterCLSKill(t *testing.T) {
 	if _, err := client.Do(ctx, ph, protocol.OpHeartbeat, protocol.Heartbeat{Placeholder: reg.ID, Broken: "job 9 (attempt 1): its processes did not end 60s after SIGKILL"}); err != nil {
 		t.Fatal(err)
 	}
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	ph.Close()
 
 	h.startCLS()

@@ -138,7 +138,7 @@ func TestSSHAgentJobEnv(t *testing.T) {
 	s := h.startSSHCLS("--local", "0")
 	ph := h.newKey("placeholder", "ph")
 	a := s.startAgent(agentOpts{key: ph, site: "remote"})
-	a.waitConnected(t, 1, 10*time.Second)
+	a.waitConnected(t, 1, time.Minute)
 	r := h.run("mqsub", "-b", "-v", "WHO=remote agent", "--array", "3-4", "t", `echo "$WHO {} $MQ_ARRAY_INDEX" > env-{}.txt`)
 	if r.code != 0 {
 		t.Fatalf("mqsub -b -v --array: %s", r)

@@ -39,9 +39,9 @@ func TestCLSKilledDuringBulkActions(t *testing.T) {
 		var r result
 		select {
 		case r = <-done:
-			h.stopCLS(syscall.SIGKILL, 5*time.Second)
+			h.stopCLS(syscall.SIGKILL, time.Minute)
 		case <-time.After(delay):
-			h.stopCLS(syscall.SIGKILL, 5*time.Second)
+			h.stopCLS(syscall.SIGKILL, time.Minute)
 			r = <-done
 		}
 		t.Logf("%s %s, killed after %v: %s", name, strings.Join(args, " "), delay, r)
@@ -143,7 +143,7 @@ func TestCLSKilledDuringArraySubmit(t *testing.T) {
 			t.Fatalf("the CLS exited on its own: %s", h.cls.stderr.String())
 		}
 	}
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	r = <-done
 	t.Logf("mqsub after the kill: %s", r)
 	if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {

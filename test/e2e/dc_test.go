@@ -14,17 +14,23 @@ import (
 )
 
 // startAgent runs `cls agent --site SITE --host HOST` on this harness's
-// socket; it is killed in cleanup (it carries MQ_HOME).
-func (h *harness) startAgent(site, host string) *exec.Cmd {
+// socket; it is killed in cleanup (it carries MQ_HOME). It logs at info
+// level, for waitConnected.
+func (h *harness) startAgent(site, host string) *agentProc {
 	h.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "cls"), "agent", "--site", site, "--host", host, "--reconnect", "5s")
+	cmd := exec.Command(filepath.Join(binDir, "cls"), "agent", "--site", site, "--host", host, "--reconnect", "5s", "--log-level", "info")
 	cmd.Env = h.env()
 	cmd.Dir = h.dir
+	a := &agentProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{}), site: site}
+	cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatalf("start agent: %v", err)
 	}
-	go cmd.Wait()
-	return cmd
+	go func() {
+		cmd.Wait()
+		close(a.done)
+	}()
+	return a
 }
 
 // TestDCAffinity: two placeholders at different sites and a dc queue. A job
@@ -47,8 +53,7 @@ func TestDCAffinity(t *testing.T) {
 	if d := h.job(prod); d.State != "D" || d.Site != "A" {
 		t.Fatalf("producer: %+v", d.jobInfo)
 	}
-	h.startAgent("B", "hostB")
-	time.Sleep(500 * time.Millisecond) // B registers and parks its poll
+	h.startAgent("B", "hostB").waitConnected(t, 1, time.Minute) // B registers; its polls then stay parked
 	var consumers []int64
 	for i := 0; i < 6; i++ {
 		consumers = append(consumers, h.submit("-q", "dq", "--in", "hom.dat", "consume", "sleep 0.3; wc -c < hom.dat"))

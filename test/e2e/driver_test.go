@@ -31,7 +31,7 @@ func (h *harness) startDriver(cfg driver.Config) *driver.Driver {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		d.Stop(ctx)
 	})
@@ -163,14 +163,14 @@ func TestDriverDeletedJob(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "1")
 	d := h.startDriver(driver.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // past both waits below
 	defer cancel()
 	k, err := d.Exec(ctx, "sleep 60")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var id int64
-	waitFor(t, 10*time.Second, func() error {
+	waitFor(t, time.Minute, func() error {
 		js := h.jobs("-s", "E")
 		if len(js) == 1 {
 			id = js[0].ID
@@ -193,8 +193,8 @@ func TestDriverDeletedJob(t *testing.T) {
 			t.Fatalf("waiter returned %+v, %v; want a deleted-job error", res, err)
 		}
 		t.Logf("waiter: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter still blocked 10 s after mqdel")
+	case <-time.After(30 * time.Second): // half the job's sleep 60: it did not just end
+		t.Fatal("waiter still blocked 30 s after mqdel")
 	}
 }
 
@@ -227,7 +227,7 @@ func TestDriverCLSRestart(t *testing.T) {
 		}
 		return errors.New("not enough progress yet")
 	})
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	time.Sleep(300 * time.Millisecond) // the driver notices and retries meanwhile
 	h.startCLS("--local", "4", "--lease", "3s")
 	if err := <-issued; err != nil {

@@ -26,7 +26,7 @@ func TestQueueDeadlineBudget(t *testing.T) {
 		t.Fatalf("cls queue set:\n%s", out)
 	}
 	h.ok("cls", "site", "add", "priced", "--type", "local", "--max", "1", "--price", "2.5")
-	h.stopCLS(syscall.SIGTERM, 10*time.Second)
+	h.stopCLS(syscall.SIGTERM, time.Minute)
 	h.startCLS("--local", "0")
 	if list := h.ok("cls", "queue", "list"); !strings.Contains(list, "2030-01-02T03:04:05Z") || !strings.Contains(list, "5000") {
 		t.Fatalf("after a restart, cls queue list:\n%s", list)
@@ -205,7 +205,7 @@ func TestDeadlineBudgetSites(t *testing.T) {
 	}
 	oneLineErr(t, "cls", h.run("cls", "site", "set", "dear", "--provision", "fcfs"))
 	oneLineErr(t, "cls", h.run("cls", "site", "set", "nosuch", "--price", "1"))
-	h.stopCLS(syscall.SIGTERM, 10*time.Second)
+	h.stopCLS(syscall.SIGTERM, time.Minute)
 	h.startCLS("--local", "0")
 	if list := h.ok("cls", "site", "list"); !strings.Contains(list, "720 per core-hour") {
 		t.Errorf("after a restart, cls site list:\n%s", list)

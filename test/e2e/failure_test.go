@@ -40,8 +40,8 @@ func TestFailureBlocksChain(t *testing.T) {
 	if a.State != "F" || a.Exit == nil || *a.Exit != 3 {
 		t.Fatalf("job A: state %s exit %v, want F exit 3", a.State, a.Exit)
 	}
-	b := h.waitState(idB, "B", 10*time.Second)
-	h.waitState(idC, "B", 10*time.Second)
+	b := h.waitState(idB, "B", time.Minute)
+	h.waitState(idC, "B", time.Minute)
 	if len(b.WaitingOn) != 1 || b.WaitingOn[0].Target != "A" || b.WaitingOn[0].Counts["F"] != 1 {
 		t.Errorf("job B waiting_on = %+v, want target A with one failed job", b.WaitingOn)
 	}
@@ -99,10 +99,11 @@ func TestQueueCeiling(t *testing.T) {
 		t.Fatalf("cls queue list does not show q with ceiling 1s:\n%s", list)
 	}
 
-	id := h.submit("-q", "q", "slow", "echo $$ > pid; sleep 30")
-	h.waitState(id, "E", 10*time.Second)
+	// The sleep outlasts both waits below: only the ceiling ends it so soon.
+	id := h.submit("-q", "q", "slow", "echo $$ > pid; sleep 300")
+	h.waitState(id, "E", time.Minute)
 	start := time.Now()
-	d := h.waitState(id, "FD", 6*time.Second)
+	d := h.waitState(id, "FD", time.Minute)
 	t.Logf("ceiling job ended %v after it was seen executing", time.Since(start).Round(time.Millisecond))
 	if d.State != "F" {
 		t.Fatalf("job over the ceiling ended %s, want F", d.State)
@@ -117,7 +118,7 @@ func TestQueueCeiling(t *testing.T) {
 		t.Errorf("attempts %d, want 1 (a ceiling kill is not retried)", d.Attempts)
 	}
 	pid := readPid(t, filepath.Join(h.dir, "pid"))
-	waitFor(t, 3*time.Second, func() error {
+	waitFor(t, time.Minute, func() error {
 		if m := groupMembers(pid); len(m) > 0 {
 			return fmt.Errorf("the killed job's process group %d still has %v", pid, m)
 		}
@@ -126,7 +127,7 @@ func TestQueueCeiling(t *testing.T) {
 
 	// Jobs in other queues are not limited.
 	id2 := h.submit("free", "sleep 1.5")
-	if d := h.waitState(id2, "DF", 10*time.Second); d.State != "D" {
+	if d := h.waitState(id2, "DF", time.Minute); d.State != "D" {
 		t.Errorf("job in a queue without a ceiling ended %s (%s)", d.State, d.Reason)
 	}
 }
@@ -156,7 +157,7 @@ func TestRerunKeepsHistory(t *testing.T) {
 	id, _ := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
 	os.WriteFile(filepath.Join(h.dir, "fixed"), nil, 0o644)
 	h.ok("mqsub", "--rerun", strconv.FormatInt(id, 10))
-	d := h.waitState(id, "D", 10*time.Second)
+	d := h.waitState(id, "D", time.Minute)
 	if d.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2", d.Attempts)
 	}

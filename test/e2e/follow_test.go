@@ -164,7 +164,7 @@ func TestSSHFollow(t *testing.T) {
 			s := h.startSSHCLS("--local", "0", "--output", mode)
 			proxy := startProxy(t, s.addr)
 			a := s.startAgent(agentOpts{key: h.newKey("placeholder", "ph"), addr: proxy.addr()})
-			a.waitConnected(t, 1, 10*time.Second)
+			a.waitConnected(t, 1, time.Minute)
 			user := h.newKey("user", "u")
 
 			id := h.submit("t", "mkdir -p runs; echo $MQ_ATTEMPT >> runs/$MQ_JOB_ID; "+gated([]string{"first", "second", "third"}, 0))
@@ -193,7 +193,7 @@ func TestSSHFollow(t *testing.T) {
 					t.Errorf("%s exited %d; stderr: %s", f.cmd.Args[0], code, f.stderr.String())
 				}
 			}
-			d := h.waitState(id, "D", 10*time.Second)
+			d := h.waitState(id, "D", time.Minute)
 			if d.Attempts != 1 {
 				t.Errorf("job ran %d attempts, want 1", d.Attempts)
 			}

@@ -234,10 +234,10 @@ func (h *harness) killAll() {
 		h.cls.cmd.Process.Kill()
 		select {
 		case <-h.cls.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		pids := h.ownProcs()
 		if len(pids) == 0 || time.Now().After(deadline) {

@@ -23,7 +23,7 @@ func TestOutputCommand(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS("--local", "1")
 	id := h.submit("t", "echo out-$MQ_JOB_ID; echo err-$MQ_ATTEMPT >&2")
-	h.waitState(id, "D", 10*time.Second)
+	h.waitState(id, "D", time.Minute)
 	if got := h.ok("mqstat", "--output", strconv.FormatInt(id, 10)); got != "out-"+strconv.FormatInt(id, 10)+"\n" {
 		t.Errorf("--output printed %q", got)
 	}

@@ -48,7 +48,7 @@ func TestPlaceholderSize(t *testing.T) {
 		}
 		return err
 	})
-	h.stopCLS(syscall.SIGTERM, 10*time.Second)
+	h.stopCLS(syscall.SIGTERM, time.Minute)
 
 	h.startCLS("--local", "0")
 	h.ok("cls", "site", "add", "g", "--type", "local", "--max", "1", "--cpus", "2", "--mem", "1G", "--gpus", "4",
@@ -177,7 +177,7 @@ func TestGPUsAfterCLSKill(t *testing.T) {
 		waitFile(t, filepath.Join(dir, fmt.Sprintf("%d.gpu", id)), 2*time.Minute)
 	}
 
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	h.startCLS("--local", "0")
 	fresh := []int64{h.submit("--gpus", "1", "gpu", cmd), h.submit("--gpus", "1", "gpu", cmd)}
 	// The site's one placeholder is the orphan, not a new child of the CLS.

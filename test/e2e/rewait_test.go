@@ -36,7 +36,7 @@ func TestWaitAcrossRestart(t *testing.T) {
 		}
 		return nil
 	})
-	h.stopCLS(syscall.SIGKILL, 10*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	h.startCLS("--local", "3", "--lease", "3s")
 	if err := os.WriteFile(filepath.Join(h.dir, "gate"), nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -329,7 +329,7 @@ func (s *soak) round(r int) {
 	time.Sleep(killAt)
 	switch {
 	case event < 5:
-		h.stopCLS(syscall.SIGKILL, 10*time.Second)
+		h.stopCLS(syscall.SIGKILL, time.Minute)
 		s.clsKills++
 	case event < 7:
 		if a := s.agentPids(); len(a) > 0 {
@@ -393,7 +393,7 @@ func (s *soak) fullDisk() {
 	}
 	s.delOnFull()
 	if s.intN(2) == 0 {
-		h.stopCLS(syscall.SIGKILL, 10*time.Second)
+		h.stopCLS(syscall.SIGKILL, time.Minute)
 		s.clsKills++
 		// A CLS started on a full disk must come up, or say why in one line.
 		h.startCLS(s.serveArgs...)

@@ -88,7 +88,7 @@ func (s *sshCLS) start() {
 	h := s.h
 	h.t.Helper()
 	c := h.startCLS(s.args...)
-	waitFor(h.t, 10*time.Second, func() error {
+	waitFor(h.t, time.Minute, func() error {
 		if c.exited() {
 			h.t.Fatalf("cls exited: %s", c.stderr.String())
 		}
@@ -155,7 +155,7 @@ func (s *sshCLS) sshArgs(key string, opts ...string) []string {
 	args := []string{"-F", "/dev/null", "-p", s.port, "-i", key,
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
 		"-o", "UserKnownHostsFile=" + s.knownHosts, "-o", "GlobalKnownHostsFile=/dev/null",
-		"-o", "ConnectTimeout=10"}
+		"-o", "ConnectTimeout=60"}
 	return append(args, opts...)
 }
 
@@ -229,7 +229,7 @@ func (a *agentProc) wait(t *testing.T, timeout time.Duration) *os.ProcessState {
 func (a *agentProc) kill9(t *testing.T) {
 	t.Helper()
 	a.cmd.Process.Kill()
-	a.wait(t, 5*time.Second)
+	a.wait(t, time.Minute)
 }
 
 // agentOpts says how to start an agent; zero fields get defaults.

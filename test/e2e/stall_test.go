@@ -49,7 +49,7 @@ func TestCLSStalled(t *testing.T) {
 	}
 	stopped := time.Now()
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
-	waitFor(t, 10*time.Second, func() error {
+	waitFor(t, time.Minute, func() error {
 		if st, ok := readStat(pid); !ok || st.state != 'T' {
 			return fmt.Errorf("cls %d is in state %q, not stopped", pid, st.state)
 		}

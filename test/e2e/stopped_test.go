@@ -89,7 +89,7 @@ func TestAgentStoppedWithJobInFlight(t *testing.T) {
 		}
 		id = h.submit("-o", "o.%j", "-e", "e.%j", fmt.Sprintf("t%d", try), cmd)
 		handed := false
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !handed; time.Sleep(50 * time.Millisecond) {
+		for end := time.Now().Add(time.Minute); time.Now().Before(end) && !handed; time.Sleep(50 * time.Millisecond) {
 			handed = h.job(id).Attempts > 0
 		}
 		if handed {
@@ -113,7 +113,7 @@ func TestAgentStoppedWithJobInFlight(t *testing.T) {
 	})
 	b := h.startAgent("b", "hostB")
 	d := h.waitState(id, "D", time.Minute)
-	b.Process.Kill()
+	b.cmd.Process.Kill()
 	check := func(when string) { userFilesHold(t, h, id, d.Attempts, when) }
 	check("done")
 	if err := syscall.Kill(a.Process.Pid, syscall.SIGCONT); err != nil {

@@ -89,7 +89,7 @@ func TestCLSCrashTorture(t *testing.T) {
 	tt.check("end", true)
 	tt.catSome(10)
 	tt.checkArrays()
-	tt.h.stopCLS(syscall.SIGTERM, 10*time.Second)
+	tt.h.stopCLS(syscall.SIGTERM, time.Minute)
 	tt.integrity("after a clean stop")
 	t.Logf("%d jobs (%d purged), %d deletes and %d holds acknowledged, %d actions of unknown outcome, %d crashes, %v",
 		len(tt.jobs), len(tt.gone), len(tt.deleted), tt.holds, len(tt.unsure), rounds, time.Since(start).Round(time.Second))
@@ -305,7 +305,7 @@ func (tt *torture) round(r int) {
 	done := make(chan []tAction, 1)
 	go func() { done <- tt.race(actions) }()
 	time.Sleep(killAt)
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	acts := <-done
 	tt.record(acts)
 	tt.integrity(fmt.Sprintf("crash %d", r+1))
@@ -315,11 +315,11 @@ func (tt *torture) round(r int) {
 	h.startCLS("--local", "0", "--lease", "3s")
 	tt.resubmit(token, acts)
 	tt.check(fmt.Sprintf("crash %d", r+1), false)
-	h.stopCLS(syscall.SIGKILL, 5*time.Second)
+	h.stopCLS(syscall.SIGKILL, time.Minute)
 	h.startCLS(tt.serveArgs...)
 	if tt.rng.IntN(3) == 0 { // once more while it takes back its placeholders
 		time.Sleep(time.Duration(tt.rng.IntN(300)) * time.Millisecond)
-		h.stopCLS(syscall.SIGKILL, 5*time.Second)
+		h.stopCLS(syscall.SIGKILL, time.Minute)
 		h.startCLS(tt.serveArgs...)
 	}
 	t.Logf("crash %d: %d actions: %s", r+1, len(acts), summarize(acts))

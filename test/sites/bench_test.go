@@ -43,7 +43,8 @@ func TestBenchmarkSites(t *testing.T) {
 				return d
 			}
 			cold := latency("cold")
-			time.Sleep(2 * time.Second) // both placeholders up and idle
+			// Both placeholders up and idle.
+			eventually(t, time.Minute, "2 placeholders connected", func() bool { return c.sites()["b"+typ].Connected == 2 })
 			var warm []time.Duration
 			for i := range 5 {
 				warm = append(warm, latency(fmt.Sprintf("warm%d", i)))

@@ -70,6 +70,20 @@ if ! qconf -ssconf | grep -q '^schedule_interval .*0:0:1$'; then
 	qconf -Msconf /tmp/mq-sched.conf >/dev/null
 	rm -f /tmp/mq-sched.conf
 fi
+# Logins get SGE's commands as a standard install's settings.sh gives
+# them: straight from $SGE_ROOT/bin/$SGE_ARCH. Debian's /usr/bin/qstat is a
+# wrapper that works out the architecture anew on every call (util/arch:
+# some twenty processes, the C preprocessor among them); the CLS lists a
+# site's queue every poll (300 ms in the sites suite), and through the
+# wrapper that took a third of the machine's CPU. PBS's users put its
+# commands first in their own ~/.profile (scripts/pbs.sh).
+profile='# Son of Grid Engine for logins (written by mq'"'"'s scripts/sge.sh).
+. /var/lib/gridengine/default/common/settings.sh
+case ":$PATH:" in *":$SGE_ROOT/bin/$SGE_ARCH:"*) ;; *) PATH=$SGE_ROOT/bin/$SGE_ARCH:$PATH; export PATH ;; esac'
+if [ "$(cat /etc/profile.d/sge.sh 2>/dev/null)" != "$profile" ]; then
+	printf '%s\n' "$profile" >/etc/profile.d/sge.sh.tmp
+	mv /etc/profile.d/sge.sh.tmp /etc/profile.d/sge.sh
+fi
 for i in $(seq 100); do
 	qstat -f -q all.q | awk -v q="all.q@$H" '$1==q && NF==5{ok=1} END{exit !ok}' && { echo "sge: running (all.q@$H)"; exit 0; }
 	sleep 0.2

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/internal/filelock"
 	"github.com/mq-hpc/mq/test/internal/fds"
 
@@ -672,12 +674,14 @@ func (c *cls) addSite(name, typ string, l *login, extra ...string) {
 	c.must("cls", args...)
 }
 
+// sites is what `cls site list --json` lists, asked in this process (ask).
 func (c *cls) sites() map[string]protocol.SiteInfo {
 	c.t.Helper()
 	var sl protocol.SiteList
-	if err := json.Unmarshal([]byte(c.must("cls", "site", "list", "--json")), &sl); err != nil {
-		c.t.Fatal(err)
-	}
+	c.ask(func(ctx context.Context, cl *client.Client) (err error) {
+		sl, err = client.Do(ctx, cl, protocol.OpSiteList, protocol.Empty{})
+		return err
+	})
 	m := map[string]protocol.SiteInfo{}
 	for _, s := range sl.Sites {
 		m[s.Name] = s
@@ -685,17 +689,47 @@ func (c *cls) sites() map[string]protocol.SiteInfo {
 	return m
 }
 
+// jobs is what `mqstat --json [-s states]` lists (every job but the
+// deleted without states), asked in this process (ask).
 func (c *cls) jobs(states string) []protocol.JobInfo {
 	c.t.Helper()
-	args := []string{"--json"}
-	if states != "" {
-		args = append(args, "-s", states)
-	}
 	var js []protocol.JobInfo
-	if err := json.Unmarshal([]byte(c.must("mqstat", args...)), &js); err != nil {
-		c.t.Fatal(err)
-	}
+	c.ask(func(ctx context.Context, cl *client.Client) error {
+		js = nil
+		return client.Stream(ctx, cl, protocol.OpStat, protocol.Stat{States: states}, func(r protocol.StatReply) error {
+			js = append(js, r.Jobs...)
+			return nil
+		})
+	})
 	return js
+}
+
+// ask runs call on a connection to c's CLS from this process, as mqstat
+// and cls site list would, and fails the test if it fails. The harness's
+// polls ask several times a second for most of the suite: an mqstat or
+// cls process each time cost 50-80 ms of CPU, a tenth of the machine,
+// which the suites beside this one in CI wait for. What the commands
+// print is tested where a test runs them. A CLS restarting is waited
+// for, as the commands wait for it.
+func (c *cls) ask(call func(context.Context, *client.Client) error) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		cl, err := client.Dial(ctx, c.home, protocol.RoleUser, "sites-test")
+		if err == nil {
+			err = call(ctx, cl)
+			cl.Close()
+			if err == nil {
+				return
+			}
+		}
+		var refused *protocol.Error
+		if errors.As(err, &refused) || ctx.Err() != nil {
+			c.t.Fatalf("asking the CLS: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // not up yet, or gone meanwhile
+	}
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -169,10 +169,10 @@ func TestResetIsClosed(t *testing.T) {
 		json.Unmarshal(line, &req)
 		b, _ := protocol.AppendFrame(nil, protocol.Response{ID: req.ID, Body: json.RawMessage(`{"proto":1,"server":"x","role":"user"}`)})
 		c.Write(b)
-		// Wait for the next request to arrive, read none of it, and close:
-		// what a stopping CLS does to a request in flight.
-		// (The client sends nothing more until hello is answered, so r
-		// has buffered none of it.)
+		// Wait for the next request by reading its first byte, and close
+		// with the rest unread: what a stopping CLS does to a request in
+		// flight. (The client sends nothing more until hello is
+		// answered, so r has buffered none of it.)
 		c.Read(make([]byte, 1))
 	}()
 	c, err := net.Dial("unix", path)

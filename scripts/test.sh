@@ -38,9 +38,10 @@ else
 	go test -count=1 -timeout 10m ./...
 fi
 
-# The sites suite (test/sites: real SGE, Slurm and PBS) takes ~24 minutes,
-# much of it waiting on the batch systems: the longest part of the run.
-# It runs beside the end-to-end suite and then the race detector, in its
+# The sites suite (test/sites: real SGE, Slurm and PBS) takes ~16 minutes
+# alone and ~21 beside the stages below, using about one core (its login
+# hosts' sshd and the batch commands the CLS runs): as long as the e2e and
+# race stages together. It runs beside them, in its
 # own process group (ended if the script stops early); its output comes
 # at the end. (Beside the unit tests too, it slowed them twofold: the
 # machine's two cores, not the waits, bound those stages.)

@@ -75,8 +75,8 @@ fi
 # wrapper that works out the architecture anew on every call (util/arch:
 # some twenty processes, the C preprocessor among them); the CLS lists a
 # site's queue every poll (300 ms in the sites suite), and through the
-# wrapper that took a third of the machine's CPU. PBS's users put its
-# commands first in their own ~/.profile (scripts/pbs.sh).
+# wrapper that took a third of the CPU the suite's SGE tests used. PBS's
+# users put its commands first in their own ~/.profile (scripts/pbs.sh).
 profile='# Son of Grid Engine for logins (written by mq'"'"'s scripts/sge.sh).
 . /var/lib/gridengine/default/common/settings.sh
 case ":$PATH:" in *":$SGE_ROOT/bin/$SGE_ARCH:"*) ;; *) PATH=$SGE_ROOT/bin/$SGE_ARCH:$PATH; export PATH ;; esac'

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -267,6 +268,15 @@ func TestSnakemakeRestartTimes(t *testing.T) {
 
 // TestSnakemakeCancel interrupts Snakemake while its jobs run: its
 // --cluster-cancel (mq-cancel) deletes them in mq, killing them.
+//
+// Snakemake 7 cancels the jobs it has registered, and registers one
+// (appends it to the list cancel() passes to mq-cancel) only after it has
+// logged its submission and written its own files; mq shows the job
+// executing before that. An interrupt in between, which a busy machine
+// makes likely, leaves that job out: Snakemake's window, not mq's. So the
+// test interrupts once Snakemake has asked mq-status about every job, which
+// it does only of jobs it registered: the profile is copied with mq-status
+// behind a wrapper that notes the targets asked about.
 func TestSnakemakeCancel(t *testing.T) {
 	needTool(t, "snakemake", "snakemake")
 	root := repoRoot(t)
@@ -274,7 +284,10 @@ func TestSnakemakeCancel(t *testing.T) {
 	h.startCLS("--local", "4")
 
 	dir := filepath.Join(h.dir, "smk")
-	cmd := exec.Command("snakemake", snakemakeArgs(root, dir, "n=3", "sleep=600")...)
+	profile, asked := statusNotingProfile(t, root, h.dir)
+	args := snakemakeArgs(root, dir, "n=3", "sleep=600")
+	args[1] = profile // after "--profile"
+	cmd := exec.Command("snakemake", args...)
 	cmd.Env = h.wfEnv()
 	cmd.Dir = h.dir
 	var errb syncBuffer
@@ -286,8 +299,18 @@ func TestSnakemakeCancel(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 	waitFor(t, 5*time.Minute, func() error {
-		if n := len(h.jobs("-s", "E")); n != 3 {
-			return fmt.Errorf("%d jobs executing, want 3", n)
+		js := h.jobs("-s", "E")
+		if len(js) != 3 {
+			return fmt.Errorf("%d jobs executing, want 3", len(js))
+		}
+		noted, err := os.ReadFile(asked)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		for _, j := range js {
+			if !slices.Contains(strings.Fields(string(noted)), j.Target) {
+				return fmt.Errorf("snakemake has not asked mq-status about job %d (%s): not registered for its cancel yet", j.ID, j.Target)
+			}
 		}
 		return nil
 	})
@@ -309,6 +332,24 @@ func TestSnakemakeCancel(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// statusNotingProfile copies the Snakemake profile into dir with its
+// mq-status behind a wrapper that appends each target asked about to the
+// file it returns, and returns the copy's path.
+func statusNotingProfile(t *testing.T, root, dir string) (profile, asked string) {
+	t.Helper()
+	src := filepath.Join(root, "examples", "snakemake", "profile")
+	profile, asked = filepath.Join(dir, "profile"), filepath.Join(dir, "status-asked")
+	if err := os.CopyFS(profile, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$1\" >> '%s'\nexec '%s' \"$@\"\n",
+		asked, filepath.Join(src, "mq-status"))
+	if err := os.WriteFile(filepath.Join(profile, "mq-status"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return profile, asked
 }
 
 // makeflowFile writes the three-stage workflow as a Makeflow file.

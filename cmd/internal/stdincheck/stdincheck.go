@@ -91,7 +91,8 @@ func streamRefusal(r io.Reader, fix string) string {
 
 // pipeRefusal waits up to stdinWait for pipe f to be readable: data is
 // refused; its end (the writer closed, nothing written), or nothing yet,
-// is not.
+// is not. It reads nothing: the data may be a loop's ("producer | while
+// read s; do mqsub ...; done"), and a byte taken would be the next line's.
 func pipeRefusal(f *os.File, fix string) string {
 	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
 	deadline := time.Now().Add(stdinWait)
@@ -107,11 +108,13 @@ func pipeRefusal(f *os.File, fix string) string {
 			return "" // still open, nothing written: nobody's input
 		case fds[0].Revents&unix.POLLIN != 0:
 			// Readable: data, or (on some systems) the end with POLLIN.
-			var b [1]byte
-			if k, _ := f.Read(b[:]); k > 0 {
-				return "stdin has data; " + fix
+			// FIONREAD (Linux's TIOCINQ) counts the bytes waiting
+			// without taking them; where it fails, Linux's poll, which
+			// sets POLLIN only for data, is believed.
+			if k, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ); err == nil && k == 0 {
+				return ""
 			}
-			return ""
+			return "stdin has data; " + fix
 		}
 		return "" // POLLHUP alone: the writer closed, nothing written
 	}

@@ -79,3 +79,30 @@ func TestStdinRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestStdinRefusalLeavesData: the check takes nothing from a pipe, which
+// may be a loop's input ("producer | while read s; do mqsub ...; done"):
+// a byte taken was the next line's first, and the loop then submitted
+// "ampleB" for "sampleB".
+func TestStdinRefusalLeavesData(t *testing.T) {
+	t.Parallel()
+	for _, closeW := range []bool{true, false} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString("sampleB\nsampleC\n")
+		if closeW {
+			w.Close()
+		}
+		if got := Refusal(r); !strings.Contains(got, "stdin has data") {
+			t.Errorf("writer closed %v: %q, want a refusal", closeW, got)
+		}
+		w.Close()
+		rest, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || string(rest) != "sampleB\nsampleC\n" {
+			t.Errorf("writer closed %v: the pipe holds %q after the check (%v), want it untouched", closeW, rest, err)
+		}
+	}
+}

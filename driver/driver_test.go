@@ -700,7 +700,8 @@ func TestConfigLogDefault(t *testing.T) {
 // TestLocalDeclaredFiles: local mode checks declared files as a
 // placeholder sharing the machine's files does: a missing input keeps the
 // command from running (F, exit 127, "input: ..."), an output the job
-// did not write fails it ("output: PATH was not created"), and a job whose
+// did not write fails it (F, exit 1, "output: PATH was not created", and
+// Cmd.Run returns an *ExitError, as through a CLS), and a job whose
 // input a prerequisite writes, and which writes its output, is done.
 func TestLocalDeclaredFiles(t *testing.T) {
 	t.Parallel()
@@ -717,7 +718,7 @@ func TestLocalDeclaredFiles(t *testing.T) {
 		ran    bool // the command left ran-NAME in dir
 	}{
 		{"input missing", "touch ran-1", []Option{Input("nope.txt", -1)}, "F", 127, "/nope.txt missing", false},
-		{"output not written", "touch ran-3", []Option{Output("out.txt", -1)}, "F", 0, "/out.txt was not created", true},
+		{"output not written", "touch ran-3", []Option{Output("out.txt", -1)}, "F", 1, "/out.txt was not created", true},
 		{"output written", "touch ran-4 made.txt", []Option{Output("made.txt", -1)}, "D", 0, "", true},
 	} {
 		k, err := d.Exec(ctx, tc.cmd, tc.opts...)
@@ -732,6 +733,13 @@ func TestLocalDeclaredFiles(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, marker)); (err == nil) != tc.ran {
 			t.Errorf("%s: the command ran: %v, want %v", tc.name, err == nil, tc.ran)
 		}
+	}
+	// What a program sees of it through Cmd.Run: an error, not success.
+	c := d.Command("true")
+	c.Options = []Option{Output("never.txt", -1)}
+	var ee *ExitError
+	if err := c.Run(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("Cmd.Run of a job that did not write its output: %v, want an *ExitError of exit 1", err)
 	}
 	// A prerequisite writes the input of the job after it.
 	if _, err := d.Exec(ctx, "echo data > staged.txt", Target("make"), Output("staged.txt", -1)); err != nil {

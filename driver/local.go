@@ -376,7 +376,9 @@ func (b *localBackend) exec(ctx context.Context, e *entry) Result {
 	if ran.Exit != 0 {
 		ran.State = "F"
 	} else if why := outputsMissing(e.spec); why != "" {
-		ran.State, ran.Reason = "F", why
+		// Exit 1, as a placeholder reports it: a job that exited 0 and
+		// failed must not read as a success to Run, Output or ExecSync.
+		ran.State, ran.Exit, ran.Reason = "F", 1, why
 	}
 	return ran
 }

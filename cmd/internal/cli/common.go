@@ -203,7 +203,7 @@ func Run(ctx context.Context, app *cli.App, args []string) int {
 		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(ue.msg)), help)
 		return ExitUsage
 	case isFlagError(err):
-		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(FlagMessage(err))), name)
+		fmt.Fprintf(app.ErrWriter, "%s: %s (see %s --help)\n", name, protocol.Printable(oneLine(flagMessageIn(app.Flags, err))), name)
 		return ExitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		// Ctrl-C where the command has nothing more to say (interrupted
@@ -289,7 +289,7 @@ func flagMessageIn(flags []cli.Flag, err error) string {
 		if !slices.Contains(f.Names(), name) {
 			continue
 		}
-		switch f.(type) {
+		switch flagnames.Unwrap(f).(type) {
 		case *cli.DurationFlag:
 			return head + ": not a duration (e.g. 30s, 5m, 1h30m)"
 		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:

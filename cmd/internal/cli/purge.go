@@ -10,6 +10,7 @@ import (
 
 	"github.com/mq-hpc/mq/client"
 	"github.com/mq-hpc/mq/cmd/internal/acct"
+	"github.com/mq-hpc/mq/cmd/internal/flagnames"
 	"github.com/mq-hpc/mq/cmd/internal/flagorder"
 	"github.com/mq-hpc/mq/cmd/internal/jobids"
 	"github.com/mq-hpc/mq/internal/walltime"
@@ -65,7 +66,7 @@ stderr (exit 0, nothing with -Q), and a range no job is in is an error
 					if !c.IsSet(name) {
 						continue
 					}
-					if _, isBool := f.(*cli.BoolFlag); isBool {
+					if _, isBool := flagnames.Unwrap(f).(*cli.BoolFlag); isBool {
 						again = append(again, "--"+name)
 					} else {
 						again = append(again, "--"+name+"="+fmt.Sprint(c.Value(name)))

@@ -111,3 +111,28 @@ func namedOnce(fs []cli.Flag) []cli.Flag {
 	}
 	return out
 }
+
+// Unwrap is the urfave/cli flag that f wraps (f itself if it wraps
+// none): a type switch over a cached App's flags must see the flag's own
+// type.
+func Unwrap(f cli.Flag) cli.Flag {
+	switch f := f.(type) {
+	case *stringFlag:
+		return f.StringFlag
+	case *boolFlag:
+		return f.BoolFlag
+	case *intFlag:
+		return f.IntFlag
+	case *uint64Flag:
+		return f.Uint64Flag
+	case *float64Flag:
+		return f.Float64Flag
+	case *durationFlag:
+		return f.DurationFlag
+	case *genericFlag:
+		return f.GenericFlag
+	case *stringSliceFlag:
+		return f.StringSliceFlag
+	}
+	return f
+}

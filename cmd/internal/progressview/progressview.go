@@ -187,9 +187,25 @@ func NotDone(r protocol.ProgressReply) string {
 		lines = append(lines, "  "+endText(e))
 	}
 	if r.MoreNotDone > 0 {
-		lines = append(lines, fmt.Sprintf("  and %d more (mqstat -s FB)", r.MoreNotDone))
+		lines = append(lines, fmt.Sprintf("  and %d more (mqstat -s %s)", r.MoreNotDone, notDoneStates(r)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// notDoneStates is the letters of the ended states other than done that
+// r counts jobs in (failed, blocked, deleted), for mqstat -s: all three
+// when r has no counts.
+func notDoneStates(r protocol.ProgressReply) string {
+	var b strings.Builder
+	for _, s := range []job.State{job.Failed, job.Blocked, job.Deleted} {
+		if r.Counts[string(rune(s))] > 0 {
+			b.WriteByte(byte(s))
+		}
+	}
+	if b.Len() == 0 {
+		return "FBX"
+	}
+	return b.String()
 }
 
 // endText says how a job ended, on one line.

@@ -1,6 +1,7 @@
 package progressview
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mq-hpc/mq/protocol"
@@ -30,8 +31,14 @@ func TestCountsAndEndText(t *testing.T) {
 	if NotDone(protocol.ProgressReply{Total: 2, Counts: map[string]int{"D": 2}}) != "" {
 		t.Error("NotDone with all done")
 	}
-	if got := NotDone(protocol.ProgressReply{Total: 30, NotDone: []protocol.JobEnd{{ID: 1, State: "B"}}, MoreNotDone: 4}); got != "5 of 30 jobs did not end done:\n  job 1 blocked\n  and 4 more (mqstat -s FB)" {
+	if got := NotDone(protocol.ProgressReply{Total: 30, NotDone: []protocol.JobEnd{{ID: 1, State: "B"}}, MoreNotDone: 4}); got != "5 of 30 jobs did not end done:\n  job 1 blocked\n  and 4 more (mqstat -s FBX)" {
 		t.Errorf("NotDone = %q", got)
+	}
+	// The hint names the states the jobs are in: deleted ones are not
+	// among mqstat -s FB's.
+	r = protocol.ProgressReply{Total: 200, Counts: map[string]int{"D": 97, "X": 102, "F": 1}, NotDone: []protocol.JobEnd{{ID: 1, State: "X"}}, MoreNotDone: 102}
+	if got := NotDone(r); !strings.HasSuffix(got, "and 102 more (mqstat -s FX)") {
+		t.Errorf("NotDone = %q, want it to end with the hint mqstat -s FX", got)
 	}
 }
 

@@ -28,8 +28,9 @@ var Bindings = []struct {
 
 // LateBinding scores mq's own way, with no plan, in the planners' model:
 // a slot that frees asks for work and takes a ready job there and then
-// (chosen by b), reading inputs from where their jobs ran; files stay
-// where they are written. It is the reference the planners are compared
+// (chosen by b), reading inputs from where their jobs ran, and holds as
+// many of its site's slots as the job's cores (PlanJob.Slots) once they
+// are free; files stay where they are written. It is the reference the planners are compared
 // with (cls plan, mqsim plan), not the CLS's dispatch code: it models
 // neither placeholder round trips nor queue waits.
 func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, err error) {
@@ -116,16 +117,46 @@ func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, er
 		t := ready[pick]
 		ready = append(ready[:pick], ready[pick+1:]...)
 		d, mv := cost(t, int(sl.site))
+		// A job of several cores holds as many slots of the site (all of
+		// them if it is wider), as in the model: it starts once the
+		// others it takes are free too.
+		held := append(takeSite(slots, sl.site, int(min(m.width[t], int32(m.sites[sl.site].Slots)))-1), sl)
+		start := now
+		for _, h := range held {
+			start = max(start, h.at)
+		}
 		site[t] = sl.site
-		ft[t] = now + d
+		ft[t] = start + d
 		moved += mv
 		makespan = max(makespan, ft[t])
 		done++
 		running.Push(jobEnd{at: ft[t], job: t})
-		sl.at = ft[t]
-		slots.Push(sl)
+		for _, h := range held {
+			h.at = ft[t]
+			slots.Push(h)
+		}
 	}
 	return makespan, moved, nil
+}
+
+// takeSite pops the n slots of site s that free first off slots.
+func takeSite(slots *heap.Heap[slotFree], s int32, n int) []slotFree {
+	var took, other []slotFree
+	for len(took) < n {
+		f, ok := slots.Pop()
+		if !ok {
+			break
+		}
+		if f.site == s {
+			took = append(took, f)
+		} else {
+			other = append(other, f)
+		}
+	}
+	for _, f := range other {
+		slots.Push(f)
+	}
+	return took
 }
 
 type slotFree struct {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
@@ -41,7 +42,8 @@ func GenPlatform(n, slots int, bw, lat float64, seed uint64) Platform {
 
 // FromWorkflow is the planning Problem of a WfFormat trace on pl: each
 // task a job (ids 1..n in the trace's order), its runtime at a site the
-// traced one over the site's speed, its files with the trace's sizes.
+// traced one over the site's speed, holding the task's cores, its files
+// with the trace's sizes.
 func FromWorkflow(w *wfformat.Workflow, pl Platform) (policy.Problem, error) {
 	if len(pl.Sites) == 0 {
 		return policy.Problem{}, ErrNoSites
@@ -71,7 +73,12 @@ func FromWorkflow(w *wfformat.Workflow, pl Platform) (policy.Problem, error) {
 	}
 	claimed := map[string]bool{}
 	for i, t := range w.Tasks {
-		j := policy.PlanJob{ID: int64(i + 1), Est: map[string]float64{}}
+		if t.Cores > resource.MaxCPUs {
+			// As the live replay (mqsub --wfformat) and mqsim --trace refuse it.
+			return policy.Problem{}, fmt.Errorf("plan: task %q asks for %d cores, more than %d", t.ID, t.Cores, resource.MaxCPUs)
+		}
+		// Its cores held at once, as the live plan's jobs (plans.problem).
+		j := policy.PlanJob{ID: int64(i + 1), Est: map[string]float64{}, Slots: max(t.Cores, 1)}
 		for _, s := range pl.Sites {
 			sp := pl.Speed[s.Name]
 			if !(sp > 0) {

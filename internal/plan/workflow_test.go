@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mq-hpc/mq/internal/policy"
+	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/internal/wfformat"
 )
 
@@ -76,5 +79,35 @@ func TestRealTracesPlan(t *testing.T) {
 		if a.Makespan > min(h.Makespan, mm.Makespan)+1e-6 {
 			t.Errorf("%s: AEH-ETAA %v worse than HEFT %v or MinMin %v", name, a.Makespan, h.Makespan, mm.Makespan)
 		}
+	}
+}
+
+// TestWorkflowCores: a trace task holds its cores at its site, as a live
+// plan's job does: two 4-core tasks on one 4-slot site run one after the
+// other, planned or bound late. A task asking for more cores than any job may is refused, naming
+// it, as the live replay refuses it.
+func TestWorkflowCores(t *testing.T) {
+	t.Parallel()
+	pl := Platform{Sites: []policy.PlanSite{{Name: "a", Slots: 4}}, Bandwidth: 1e9}
+	w := &wfformat.Workflow{Tasks: []wfformat.Task{{ID: "x", Runtime: 10, Cores: 4}, {ID: "y", Runtime: 10, Cores: 4}}}
+	p, err := FromWorkflow(w, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := HEFT{}.Plan(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Makespan < 20-1e-9 {
+		t.Errorf("two 4-core tasks of 10 s on 4 slots: HEFT's makespan %v, want 20", h.Makespan)
+	}
+	for _, b := range Bindings {
+		if ms, _, err := LateBinding(p, b.Binding); err != nil || ms < 20-1e-9 {
+			t.Errorf("two 4-core tasks of 10 s on 4 slots: %s's makespan %v (%v), want 20", b.Name, ms, err)
+		}
+	}
+	w.Tasks[1].Cores = resource.MaxCPUs + 1
+	if _, err := FromWorkflow(w, pl); err == nil || !strings.Contains(err.Error(), `task "y"`) {
+		t.Errorf("a task of %d cores: %v, want an error naming it", w.Tasks[1].Cores, err)
 	}
 }

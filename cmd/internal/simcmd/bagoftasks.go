@@ -63,7 +63,7 @@ func runGrid(c *cli.Context) error {
 			return "", err
 		}
 		if p.Kind != policy.Ordered && p.NewChooser == nil {
-			return "", fmt.Errorf("policy %s runs in the workflow model: mqsim --policy %s", v, v)
+			return "", fmt.Errorf("policy %s is not of the grid model: %s", v, simulatedBy(p))
 		}
 		return v, nil
 	}); err != nil {

@@ -108,6 +108,21 @@ Output: a table per network and file inflation (mean over seeds), or with
 	return app
 }
 
+// simulatedBy is the mqsim command that simulates policy p.
+func simulatedBy(p policy.Info) string {
+	switch {
+	case sim.Workflow(p):
+		return "mqsim --policy " + p.Name
+	case p.Kind == policy.Ordered || p.NewChooser != nil:
+		return "mqsim grid --policy " + p.Name
+	case strings.HasPrefix(p.Name, "dbc-"):
+		return "mqsim econ --strategy " + strings.TrimPrefix(p.Name, "dbc-")
+	case p.Name == "lp":
+		return "mqsim lp --strategy lpsched"
+	}
+	return "no mqsim command simulates it"
+}
+
 // sweepFlags turns the flags into a sweep, or a usage error.
 func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 	var s sim.Sweep
@@ -118,7 +133,7 @@ func sweepFlags(c *cli.Context) (sim.Sweep, error) {
 			return "", err
 		}
 		if !sim.Workflow(p) {
-			return "", fmt.Errorf("policy %s runs in the grid model: mqsim grid --policy %s", v, v)
+			return "", fmt.Errorf("policy %s is not of the workflow model: %s", v, simulatedBy(p))
 		}
 		return v, nil
 	}); err != nil {

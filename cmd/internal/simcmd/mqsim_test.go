@@ -273,3 +273,41 @@ func TestMqsimGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestMqsimPolicyElsewhere: a policy another mqsim command simulates is
+// refused with that command, which takes it: not the other model's
+// command, which sent dbc-* and lp back and forth.
+func TestMqsimPolicyElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "dbc-cost"}, "mqsim econ --strategy cost"},
+		{[]string{"grid", "--policy", "dbc-costtime"}, "mqsim econ --strategy costtime"},
+		{[]string{"--policy", "lp"}, "mqsim lp --strategy lpsched"},
+		{[]string{"grid", "--policy", "lp"}, "mqsim lp --strategy lpsched"},
+		{[]string{"--policy", "sa"}, "mqsim grid --policy sa"},
+		{[]string{"grid", "--policy", "dc"}, "mqsim --policy dc"},
+	} {
+		code, _, errOut := runMqsim(t, tc.args...)
+		if code != mqcli.ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("mqsim %s: exit %d, %q; want a usage error naming %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+			continue
+		}
+		// The command named takes the policy.
+		words := strings.Fields(tc.want)[1:]
+		switch words[0] {
+		case "econ":
+			words = append(words, "--jobs", "5", "--deadline", "600", "--budget", "5000")
+		case "lp":
+			words = append(words, "--items", "10")
+		case "grid":
+			words = append(words, "--granularity", "3", "--seeds", "1", "--runs", "1")
+		default:
+			words = append(words, "--placeholders", "2", "--seeds", "1")
+		}
+		if code, _, errOut := runMqsim(t, words...); code != 0 {
+			t.Errorf("%s: exit %d: %s", tc.want, code, errOut)
+		}
+	}
+}

@@ -106,6 +106,9 @@ func TestWorkflowCores(t *testing.T) {
 			t.Errorf("two 4-core tasks of 10 s on 4 slots: %s's makespan %v (%v), want 20", b.Name, ms, err)
 		}
 	}
+	if wfformat.MaxCores != resource.MaxCPUs {
+		t.Errorf("a trace may ask for %d cores, a job for %d", wfformat.MaxCores, resource.MaxCPUs)
+	}
 	w.Tasks[1].Cores = resource.MaxCPUs + 1
 	if _, err := FromWorkflow(w, pl); err == nil || !strings.Contains(err.Error(), `task "y"`) {
 		t.Errorf("a task of %d cores: %v, want an error naming it", w.Tasks[1].Cores, err)

@@ -243,7 +243,10 @@ func (doc *document) specTasks(sizes map[string]int64, children map[string][]str
 	for i, t := range doc.Workflow.Execution.Tasks {
 		exec[t.ID] = i
 	}
-	for _, st := range spec.Tasks {
+	for n, st := range spec.Tasks {
+		if st.ID == "" {
+			return nil, fmt.Errorf("wfformat: task %d of workflow.specification.tasks has no id", n+1)
+		}
 		t := Task{ID: st.ID, Name: st.Name, Parents: st.Parents, Inputs: st.InputFiles, Outputs: st.OutputFiles, Cores: 1}
 		i, ok := exec[st.ID]
 		if !ok || doc.Workflow.Execution.Tasks[i].Runtime == nil {
@@ -343,11 +346,15 @@ func memBytes(id string, v *float64, unit float64) (int64, error) {
 	return int64(b), nil
 }
 
+// MaxCores bounds a task's cores: past it (what a job may ask for,
+// resource.MaxCPUs) the trace is broken, not a workload.
+const MaxCores = 1 << 16
+
 // cores is task id's cores from the trace's count n: 1 when it gives none
-// (0), an error when it gives fewer.
+// (0), an error when it gives fewer or more than MaxCores.
 func cores(id string, n int) (int, error) {
-	if n < 0 {
-		return 0, fmt.Errorf("wfformat: task %q has %d cores, want at least 1 (or none given)", id, n)
+	if n < 0 || n > MaxCores {
+		return 0, fmt.Errorf("wfformat: task %q has %d cores, want 1..%d (or none given)", id, n, MaxCores)
 	}
 	return max(n, 1), nil
 }

@@ -223,11 +223,17 @@ func TestReadWorkload(t *testing.T) {
 		{`{"files":[{"name":"o","bytes":-1}],"jobs":[{"name":"a"}]}`, "bytes"},
 		{`{"files":[{"name":"o","bytes":1,"host":-2}],"jobs":[{"name":"a"}]}`, "host"},
 		{`not json`, "workload"},
+		{`{"jobs":[{"name":"a"}]} {"x":1}`, "more after the JSON object"},
 	}
 	for _, tc := range bad {
 		if _, err := ReadWorkload(strings.NewReader(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.doc, err, tc.want)
 		}
+	}
+	// The job named is on the cycle (b or c), not one after it (a).
+	_, err := ReadWorkload(strings.NewReader(`{"jobs":[{"name":"z"},{"name":"a","after":["b","z"]},{"name":"b","after":["c"]},{"name":"c","after":["b"]}]}`))
+	if err == nil || !strings.Contains(err.Error(), `cycle through "b"`) && !strings.Contains(err.Error(), `cycle through "c"`) {
+		t.Errorf("a cycle of b and c that a waits on: %v, want it named through b or c", err)
 	}
 }
 
@@ -250,7 +256,7 @@ func TestPlatform(t *testing.T) {
 	if got := WANPrinted.Transfer(1, 2, 50000, 2); !near(got, 2*1.2+10) || WAN.Transfer(3, 3, 1, 1) != 0 {
 		t.Fatalf("transfer %v", got)
 	}
-	for _, doc := range []string{`{"scp_rate_Bps":0}`, `{"cls_invocation_s":0.1}`, `{"other_job_s":-1}`, `{"bogus":1}`, `{"placeholders_per_host":-1}`} {
+	for _, doc := range []string{`{"scp_rate_Bps":0}`, `{"cls_invocation_s":0.1}`, `{"other_job_s":-1}`, `{"bogus":1}`, `{"placeholders_per_host":-1}`, `{"name":"x"} 1`} {
 		if _, err := ReadPlatform(strings.NewReader(doc)); err == nil {
 			t.Errorf("%s accepted", doc)
 		}

@@ -131,6 +131,9 @@ func ReadPlatform(r io.Reader) (Platform, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Platform{}, fmt.Errorf("platform: %w", err)
 	}
+	if err := atEnd(dec); err != nil {
+		return Platform{}, fmt.Errorf("platform: %w", err)
+	}
 	if p.PerHost == 0 {
 		p.PerHost = 1
 	}
@@ -158,4 +161,13 @@ func LoadPlatform(nameOrFile string) (Platform, error) {
 		p.Name = nameOrFile
 	}
 	return p, nil
+}
+
+// atEnd says whether dec has read its whole input: a second document, or
+// anything else after the first, is an error, not ignored.
+func atEnd(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("more after the JSON object, at byte %d", dec.InputOffset())
+	}
+	return nil
 }

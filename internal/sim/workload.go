@@ -175,7 +175,18 @@ func (w *Workload) link() error {
 		}
 	}
 	if seen != len(w.Jobs) {
-		return fmt.Errorf("the jobs' dependencies form a cycle")
+		// Every job left waits on another left: walking back from one
+		// for as many steps as there are jobs ends on the cycle.
+		j := slices.IndexFunc(indeg, func(n int) bool { return n > 0 })
+		for range w.Jobs {
+			for _, d := range w.Jobs[j].deps {
+				if indeg[d] > 0 {
+					j = int(d)
+					break
+				}
+			}
+		}
+		return fmt.Errorf("the jobs' dependencies form a cycle through %q", w.Jobs[j].Name)
 	}
 	return nil
 }
@@ -215,6 +226,9 @@ func ReadWorkload(r io.Reader) (*Workload, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	if err := atEnd(dec); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
 	w := &Workload{}

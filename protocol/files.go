@@ -74,7 +74,10 @@ func CheckPath(what, p string) error {
 	case p == "":
 		return fmt.Errorf("%s: empty path", what)
 	case len(p) > maxPath:
-		return fmt.Errorf("%s path is %d bytes; the limit is %d", what, len(p), maxPath)
+		if !strings.HasSuffix(what, "path") {
+			what += " path" // "input path", but not "path path"
+		}
+		return fmt.Errorf("%s is %d bytes; the limit is %d", what, len(p), maxPath)
 	case strings.IndexByte(p, 0) >= 0:
 		return fmt.Errorf("%s %s contains a NUL byte", what, Quote(p))
 	case !utf8.ValidString(p):

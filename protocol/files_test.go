@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -287,4 +288,19 @@ func FuzzParseFileArg(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckPathTooLong: a path over the limit is named once, whatever
+// names it ("stdout: path path is ..." was printed for -o).
+func TestCheckPathTooLong(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("q", maxPath+1)
+	for what, want := range map[string]string{
+		"path":  fmt.Sprintf("path is %d bytes; the limit is %d", maxPath+1, maxPath),
+		"input": fmt.Sprintf("input path is %d bytes; the limit is %d", maxPath+1, maxPath),
+	} {
+		if err := CheckPath(what, long); err == nil || err.Error() != want {
+			t.Errorf("CheckPath(%q, long) = %v, want %q", what, err, want)
+		}
+	}
 }

@@ -178,7 +178,7 @@ func exportedNone(ctx context.Context, c *cli.Context, cl *client.Client, errw i
 				sel = append(sel, "-"+f, c.String(f))
 			}
 		}
-		fmt.Fprintf(errw, "mqstat: no job matches %s\n", protocol.Printable(strings.Join(sel, " ")))
+		fmt.Fprintf(errw, "mqstat: no job matches %s\n", protocol.ClipText(strings.Join(sel, " "), 300))
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func mqstatList(c *cli.Context, cl *client.Client, w io.Writer, limit int) error
 	if c.NArg() == 0 && sel == nil {
 		return nil // no selection: an empty metaqueue, a table of nothing
 	}
-	return noneListed{"no job matches " + protocol.Printable(strings.Join(append(c.Args().Slice(), sel...), " "))}
+	return noneListed{"no job matches " + protocol.ClipText(strings.Join(append(c.Args().Slice(), sel...), " "), 300)}
 }
 
 // noneListed is a listing of a selection (ids, --array, -q, -t, -s) that matched

@@ -78,6 +78,8 @@ func TestNothingMatched(t *testing.T) {
 		{Mqstat, []string{"mqstat", "50-60"}, 1, "mqstat: jobs 50-60 do not exist\n"},
 		{Mqstat, []string{"mqstat", "1", "4-5"}, 1, "mqstat: jobs 4-5 do not exist\n"},
 		{Mqstat, []string{"mqstat", "-t", "nosuch"}, 0, "mqstat: no job matches -t nosuch\n"},
+		// What the user typed is cut, as other messages cut values.
+		{Mqstat, []string{"mqstat", "-t", strings.Repeat("q", 5000)}, 0, "mqstat: no job matches -t " + strings.Repeat("q", 297-len("-t ")) + "...\n"},
 		{Mqstat, []string{"mqstat", "-a", "-s", "H"}, 0, "mqstat: no job matches -s H\n"},
 		{Mqstat, []string{"mqstat", "1-3", "-s", "H"}, 0, "mqstat: no job matches 1-3 -s H\n"},
 		{Mqstat, []string{"mqstat", "--acct", "-q", "nosuch"}, 0, "mqstat: no job matches -q nosuch\n"},

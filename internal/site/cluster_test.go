@@ -323,6 +323,10 @@ func TestBatchCommandNames(t *testing.T) {
 		if got := login.CommandName(submitLoop(b.SubmitCommand("/s.sh", []string{"-A", "p"}), 3)); got != want {
 			t.Errorf("%s: a failed submission is named %q, want %q", typ, got, want)
 		}
+		list := map[string]string{SGE: "qstat", Slurm: "squeue", PBS: "qselect"}[typ]
+		if got := login.CommandName(b.ListCommand("mq-x")); got != list {
+			t.Errorf("%s: a failed listing is named %q, want %q", typ, got, list)
+		}
 		cancel := map[string]string{SGE: "qdel", Slurm: "scancel", PBS: "qdel"}[typ]
 		if got := login.CommandName(b.CancelCommand([]string{"1", "2"})); got != cancel {
 			t.Errorf("%s: a failed cancel is named %q, want %q", typ, got, cancel)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -430,12 +431,26 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (c *capped) Bytes() []byte { return c.b.Bytes() }
 
+// batchPrograms are the batch systems' commands the sites run, which name
+// a failed command rather than the shell around them (PBS's listing
+// begins with a printf).
+var batchPrograms = []string{"qsub", "qstat", "qdel", "qselect", "qalter", "qrls", "sbatch", "squeue", "scancel", "sacct", "scontrol"}
+
 // CommandName is the program cmd runs first, for its error messages: the
-// first word, or what a leading out=$(...) runs (PBS's cancel).
+// first batch system command it runs, else the first word, or what a
+// leading out=$(...) runs (PBS's cancel).
 func CommandName(cmd string) string {
 	f := strings.Fields(cmd)
 	if len(f) == 0 {
 		return "command"
+	}
+	for _, w := range f {
+		if i := strings.LastIndex(w, "$("); i >= 0 {
+			w = w[i+2:]
+		}
+		if slices.Contains(batchPrograms, w) {
+			return w
+		}
 	}
 	if _, sub, ok := strings.Cut(f[0], "=$("); ok && sub != "" {
 		return sub

@@ -52,7 +52,30 @@ func Cls(env mqcli.Env) *cli.App {
 		}
 		return mqcli.Usagef("missing command (serve, stop, queue, key, agent, site, files, plan, purge, dashboard)")
 	}
+	for _, cmd := range app.Commands {
+		if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+			cmd.Action = unknownSubcommand(cmd)
+		}
+	}
 	return app
+}
+
+// unknownSubcommand is the action of a command of subcommands given none
+// of them: a usage error naming them ("cls site rm" said "No help topic
+// for 'rm'", exit 1).
+func unknownSubcommand(cmd *cli.Command) cli.ActionFunc {
+	var names []string
+	for _, sc := range cmd.Subcommands {
+		if !sc.Hidden {
+			names = append(names, sc.Name)
+		}
+	}
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return mqcli.Usagef("unknown command %q of cls %s (one of: %s)", c.Args().First(), cmd.Name, strings.Join(names, ", "))
+		}
+		return mqcli.Usagef("missing command of cls %s (one of: %s)", cmd.Name, strings.Join(names, ", "))
+	}
 }
 
 func clsServe() *cli.Command {

@@ -151,6 +151,9 @@ func siteAdd(env mqcli.Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if set["max"] && v.spec.Max == 0 {
+				return maxZero()
+			}
 			spec := v.spec
 			if spec.Slots, _, err = v.size.slots(set, spec.Slots); err != nil {
 				return err

@@ -219,6 +219,7 @@ func TestSiteSetBadValuesAsAdd(t *testing.T) {
 		want string
 	}{
 		{[]string{"--max", "-1"}, "--max -1: want 0 <= min <= max"},
+		{[]string{"--max", "0"}, "--max 0: want 1 <= max <= 10000"},
 		{[]string{"--max", "20000"}, "1 <= max <= 10000"},
 		{[]string{"--min", "-1"}, "--min -1"},
 		{[]string{"--min", "5", "--max", "2"}, "--min 5 --max 2"},
@@ -390,5 +391,26 @@ func TestPrintSitesStagingPaused(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 2 || !strings.HasSuffix(lines[1], "u@h (data /d); staging paused: data root full since 10:00:00, next transfer there after 10:00:05: no space left in /d (0 bytes free)") {
 		t.Errorf("cls site list:\n%s", b.String())
+	}
+}
+
+// TestUnknownSubcommand: a subcommand cls does not have is a usage error
+// naming the ones it has (cls site rm said "No help topic for 'rm'",
+// exit 1), and so is none.
+func TestUnknownSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cls", "site", "rm", "x"}, `cls: unknown command "rm" of cls site (one of: add, set, login, logout, list, remove)`},
+		{[]string{"cls", "queue", "nosuch"}, `cls: unknown command "nosuch" of cls queue (one of: list, set)`},
+		{[]string{"cls", "key"}, "cls: missing command of cls key (one of: "},
+	} {
+		var out, errOut bytes.Buffer
+		env := mqcli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getwd: os.Getwd}
+		code := mqcli.Run(context.Background(), Cls(env), tc.args)
+		if code != mqcli.ExitUsage || !strings.HasPrefix(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 || out.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, out.String(), errOut.String(), tc.want)
+		}
 	}
 }

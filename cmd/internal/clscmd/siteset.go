@@ -115,6 +115,9 @@ func siteSet(env mqcli.Env) *cli.Command {
 				req.Min = &v.min
 			}
 			if set["max"] {
+				if v.max == 0 {
+					return maxZero()
+				}
 				req.Max = &v.max
 			}
 			if set["output"] {
@@ -186,4 +189,11 @@ func checkSet(req protocol.SiteSet) error {
 		return mqcli.Usagef("%v", err)
 	}
 	return nil
+}
+
+// maxZero refuses --max 0 given on the command line: the site's record
+// takes 0 for "not given" (then 1), and a user pausing a site with
+// --max 0 got a placeholder instead.
+func maxZero() error {
+	return mqcli.Usagef("--max 0: want 1 <= max <= 10000 (to stop using a site, cls site remove it)")
 }

@@ -807,6 +807,27 @@ func TestFailingPlaceholdersBackOff(t *testing.T) {
 	}
 }
 
+// The same trouble at every retry, with other placeholder ids, is logged
+// as the site degraded once (it was logged at every retry).
+func TestBrokenRetriesLoggedOnce(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, brokenAtOnce: true}
+	st := &fakeStore{}
+	var logged syncBuffer
+	m := &Manager{Store: st, Poll: 5 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logged, nil)),
+		Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 2}); err != nil {
+		t.Fatal(err)
+	}
+	st.setReady(4)
+	eventually(t, "three retries", func() bool {
+		return strings.Count(logged.String(), "error state; cancelling them") >= 3
+	})
+	if n := strings.Count(logged.String(), `msg="site degraded"`); n != 1 {
+		t.Errorf("the site was logged degraded %d times over three retries of one trouble, want once:\n%s", n, logged.String())
+	}
+}
+
 // Remove reports a failed cancel, not the site's last trouble: a site
 // degraded by a failed listing, removed once listing works, removes
 // cleanly.

@@ -48,7 +48,7 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 		}
 		m.mu.Lock()
 		// Logged once per trouble, not at every retry of it.
-		changed := err != nil && (!ms.failing || ms.err != err.Error())
+		changed := err != nil && (!ms.failing || sameTrouble(ms.err) != sameTrouble(err.Error()))
 		recovered := err == nil && ms.failing
 		ms.failing = err != nil
 		ms.needsLogin = err != nil && login.NeedsLogin(err)
@@ -88,6 +88,18 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 			}
 		}
 	}
+}
+
+// sameTrouble is msg without its digits: a trouble that recurs with other
+// placeholder ids or counts (placeholders in the error state at every
+// retry) is logged once, not at every retry.
+func sameTrouble(msg string) string {
+	return strings.Map(func(r rune) rune {
+		if '0' <= r && r <= '9' {
+			return -1
+		}
+		return r
+	}, msg)
 }
 
 // step looks at a site once and acts: it observes the work the metaqueue

@@ -478,7 +478,7 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 		// project or a resource the cluster refuses), and was submitted
 		// and cancelled again at every poll.
 		ids := acts.broken[:min(len(acts.broken), 5)]
-		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args and what the batch system says of them (SGE: qstat -j ID while it waits)",
+		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args (SGE says why in qstat -j of a job in Eqw: submit one by hand with the same arguments to see it)",
 			len(acts.broken), strings.Join(ids, ", "))
 	}
 	if acts.unproven != "" {

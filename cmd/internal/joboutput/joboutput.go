@@ -60,7 +60,12 @@ func Print(w io.Writer, d protocol.JobDetail, stderr bool) error {
 	}
 	f, _, err := outstream.OpenFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // output files are made at the first byte: none means no output (yet)
+		if d.State == string(job.Executing) {
+			// Streamed, it is in no file until its placeholder ships it:
+			// an empty answer read as "the job printed nothing".
+			return fmt.Errorf("job %d is running; its output is in no file yet (mqstat --cat %d --follow shows it as it is written)", d.ID, d.ID)
+		}
+		return nil // output files are made at the first byte: none means no output
 	}
 	if err != nil {
 		return fmt.Errorf("job %d's output: %w", d.ID, err)

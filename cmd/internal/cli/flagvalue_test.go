@@ -32,3 +32,23 @@ func TestFlagValueMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectionMessages: ids and a selection together are refused naming
+// the selections the command has: cls purge has no --all, mqdel has.
+func TestSelectionMessages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		app  func(Env) *cli.App
+		args []string
+		want string
+	}{
+		{clsPurge, []string{"cls", "purge", "--ended-before", "0", "-s", "X", "5"}, "cls: give job ids or a selection (-t, -s), not both"},
+		{Mqdel, []string{"mqdel", "-t", "x", "5"}, "mqdel: give job ids or a selection (-t, -s, --all), not both"},
+	} {
+		var o, e bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getwd: func() (string, error) { return "/tmp", nil }}
+		if code := Run(context.Background(), tc.app(env), tc.args); code != ExitUsage || !strings.HasPrefix(e.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, e.String(), ExitUsage, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -139,10 +140,18 @@ func selectionOf(c *cli.Context, allowed string, targets bool) (protocol.Select,
 		}
 	}
 	named := len(sel.IDs) > 0
+	// cls purge has no --all: its messages must not offer one.
+	all := ", --all"
+	if !hasFlag(c, "all") {
+		all = ""
+	}
 	if named && (sel.Target != "" || sel.States != "" || sel.All) {
-		return sel, Usagef("give job ids or a selection (-t, -s, --all), not both")
+		return sel, Usagef("give job ids or a selection (-t, -s%s), not both", all)
 	}
 	if !named && sel.First == 0 && sel.Target == "" && sel.Queue == "" && sel.States == "" && !sel.All {
+		if all == "" {
+			return sel, Usagef("missing job ids (or a range, -q, -t or -s)")
+		}
 		return sel, Usagef("missing job ids (or a range, -q, -t, -s or --all)")
 	}
 	// Jobs named by id are acted on all or none. A range or selection
@@ -260,4 +269,18 @@ func deleteTargets(c *cli.Context, cl *client.Client, sel protocol.Select) error
 		return nothingActed(c, cl, sel, "WQHEB", "deleted")
 	}
 	return nil
+}
+
+// hasFlag says whether the command c runs defines the flag name.
+func hasFlag(c *cli.Context, name string) bool {
+	flags := c.App.Flags
+	if c.Command != nil && c.Command.Name != "" {
+		flags = c.Command.Flags
+	}
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,9 +30,10 @@ var Bindings = []struct {
 // a slot that frees asks for work and takes a ready job there and then
 // (chosen by b), reading inputs from where their jobs ran, and holds as
 // many of its site's slots as the job's cores (PlanJob.Slots) once they
-// are free; files stay where they are written. It is the reference the planners are compared
-// with (cls plan, mqsim plan), not the CLS's dispatch code: it models
-// neither placeholder round trips nor queue waits.
+// are free; files stay where they are written. It is the reference the
+// planners are compared with (cls plan, mqsim plan), not the CLS's
+// dispatch code: it models neither placeholder round trips nor queue
+// waits.
 func LateBinding(p policy.Problem, b Binding) (makespan float64, moved int64, err error) {
 	m, err := compile(p)
 	if err != nil {

@@ -256,10 +256,22 @@ func TestOpenSSHDialerTriesOneLogin(t *testing.T) {
 func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	_, cfg := openSSHLogin(t)
 	cfg.Persist = time.Second
-	s := mustDial(t, cfg)
-	if masterPID(t, cfg) == 0 {
-		t.Fatal("no master answers while the connection is up")
+	// busy keeps a command running on s until the func it returns is
+	// called: with no session open a master ends a Persist (1 s) later,
+	// which a busy machine could let pass before a check that it answers.
+	busy := func(s *OpenSSH) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			s.Run(ctx, "sleep 600")
+		}()
+		return func() { cancel(); <-ran }
 	}
+	s := mustDial(t, cfg)
+	stop := busy(s)
+	eventually(t, "a master answering while a command runs", func() bool { return masterPID(t, cfg) != 0 })
+	stop()
 	s.Close()
 	select {
 	case <-s.Done():
@@ -272,7 +284,9 @@ func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	})
 
 	s2 := mustDial(t, cfg)
-	pid := masterPID(t, cfg)
+	stop = busy(s2)
+	var pid int
+	eventually(t, "a master answering while a command runs", func() bool { pid = masterPID(t, cfg); return pid != 0 })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +295,7 @@ func TestOpenSSHMasterEndsAfterLastUse(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not done 30 s after its master was killed")
 	}
+	stop()
 	if _, err := os.Lstat(s2.path); err != nil {
 		t.Fatalf("the killed master left no socket behind (%v): this test no longer tests what it says", err)
 	}

@@ -21,7 +21,7 @@ import (
 func TestBrokenAfterCLSKill(t *testing.T) {
 	h := newHarness(t)
 	h.startCLS()
-	h.ok("cls", "site", "add", "grid", "--type", "local", "--max", "0")
+	h.ok("cls", "site", "add", "grid", "--type", "local")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rwc, err := client.DialSocket(ctx, h.home)

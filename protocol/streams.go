@@ -49,8 +49,9 @@ func StreamFileName(ph int64, seq int) string {
 // one placeholder key cannot fill the CLS's filesystem with tiny copies
 // down to its inode reserve. A placeholder opens a file only past
 // the rotation size (256 MiB by default: most jobs open none, one whose
-// two outputs straddle a rotation two) or, at most once a second, after
-// a write failed: 65,536 files is 16 TiB of output under one id.
+// two outputs straddle a rotation two), its age (an hour, once it holds
+// output) or, at most once a second, after a write failed: 65,536 files
+// is 16 TiB of output, or seven years, under one id.
 const MaxStreamFiles = 1 << 16
 
 // StreamFileOwner returns the placeholder whose stream file name is, or

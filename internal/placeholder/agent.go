@@ -72,7 +72,8 @@ type Config struct {
 	// Streams writes jobs' stdout and stderr as chunks of a few stream
 	// files under OutDir/streams instead of a file per output, and
 	// reports where each lies (streams.go). StreamRotate is the size past
-	// which a stream file is left for a new one (0: DefaultStreamRotate).
+	// which a stream file is left for a new one (0: DefaultStreamRotate),
+	// StreamAge the age (0: DefaultStreamAge).
 	// StreamNoSync leaves out the fsync of a stream file before the reports
 	// naming it leave: what was written survives the agent's crash all the
 	// same (the kernel holds it), not the machine's; a CLS that does not
@@ -80,6 +81,7 @@ type Config struct {
 	// asks for it.
 	Streams      bool
 	StreamRotate int64
+	StreamAge    time.Duration
 	StreamNoSync bool
 	// Walltime is the placeholder's own time limit (0 = none): it never
 	// takes a job expected to outlast it.
@@ -273,6 +275,9 @@ func New(cfg Config) *Agent {
 	if cfg.Streams && !cfg.NoOp {
 		a.streams = newStreamSet(cfg.OutDir, cfg.StreamRotate, cfg.Log)
 		a.streams.wait = func() time.Duration { return a.fsWait }
+		if cfg.StreamAge > 0 {
+			a.streams.age = cfg.StreamAge
+		}
 		if cfg.StreamNoSync {
 			a.streams.sync = func(*outstream.Writer) error { return nil }
 		}

@@ -121,12 +121,12 @@ func (w *workLoop) sendReports(take int) {
 		switch {
 		case err == nil:
 			w.a.started.Sent(started)
-			w.a.holding.Done(batch)
+			w.a.taken(batch)
 		case resend(err):
 			ans.back = batch
 		default:
 			w.a.log.Warn("the CLS refused a report", "err", err)
-			w.a.holding.Done(batch)
+			w.a.taken(batch)
 		}
 		select {
 		case w.unacked <- ans:
@@ -134,6 +134,16 @@ func (w *workLoop) sendReports(take int) {
 			w.late(ans.back, ans.jobs) // spooled
 		}
 	}()
+}
+
+// taken forgets the reports the CLS acknowledged, or refused (they are
+// not sent again): their attempts are held no more, and their outputs
+// keep their stream files no more.
+func (a *Agent) taken(rs []protocol.Report) {
+	a.holding.Done(rs)
+	if a.streams != nil {
+		a.streams.acked(rs)
+	}
 }
 
 // reportTake is how many jobs a report request may ask for, wanting take,

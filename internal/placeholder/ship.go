@@ -34,6 +34,11 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 	if f.refused != nil {
 		return f.refused
 	}
+	if f.closed {
+		// Let go once every report naming it was acknowledged: no
+		// report waits for its bytes.
+		return fmt.Errorf("%s is closed, short of %d", f.name, end)
+	}
 	if f.rd == nil {
 		// Each read has a deadline (hangs.go): shipMu is held, and the
 		// reports wait for it.

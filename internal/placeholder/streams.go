@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -23,16 +24,26 @@ import (
 // it is left for a new one.
 const DefaultStreamRotate = 256 << 20
 
+// DefaultStreamAge is Config.StreamAge's default: a stream file written
+// to for this long is left for a new one at the next output. A file left
+// is let go (closed, its lock freed) once the CLS has acknowledged the
+// reports of every output in it, so that cls purge can remove it when
+// those jobs are purged: a placeholder that lives for weeks (the CLS's
+// own) holds an hour of output, not all it ever wrote.
+const DefaultStreamAge = time.Hour
+
 // streamSet is a placeholder's stream files (Config.Streams): every job's
 // stdout and stderr are chunks appended to the current one, so a million
 // short jobs leave a few files, not a million. Each file is named for the
 // placeholder id it was written under (protocol.StreamFileName), which the
 // CLS checks a report's extents against, and stays flock'ed while the
-// agent lives: a file nobody holds is a dead placeholder's, whose torn
-// tail the next agent cuts.
+// agent writes to it or a report naming it is unacknowledged: a file
+// nobody holds is a dead placeholder's, whose torn tail the next agent
+// cuts, or one left whole, which a purge may remove.
 type streamSet struct {
 	dir    string
 	rotate int64
+	age    time.Duration
 	log    *slog.Logger
 	// sync commits a file (tests watch it); nil is Writer.Sync.
 	sync func(*outstream.Writer) error
@@ -45,11 +56,13 @@ type streamSet struct {
 	mu        sync.Mutex
 	cur       *streamFile
 	filesMu   sync.Mutex
-	files     []*streamFile // every file this agent wrote to, held locked
+	files     []*streamFile // the files this agent holds locked (not let go)
 	byName    map[string]*streamFile
+	made      int // under mu: the next file's number, after firstSeq
 	recovered bool
-	retryAt   time.Time // when a file that failed a write may be left for a new one
-	firstSeq  int       // the first file's number (tests start near protocol.MaxStreamFiles)
+	retryAt   time.Time         // when a file that failed a write may be left for a new one
+	firstSeq  int               // the first file's number (tests start near protocol.MaxStreamFiles)
+	onLetGo   func(name string) // tests: a file was let go
 }
 
 // streamRetry is how often a placeholder whose stream file failed a write
@@ -64,6 +77,18 @@ type streamFile struct {
 	name  string // protocol.StreamFileName
 	owner int64  // the placeholder id in its name
 	lock  *os.File
+	born  time.Time
+
+	// Under the set's filesMu: what keeps the file held once it is left
+	// for a new one (left): outputs still being written (open), and the
+	// extents reported whose report the CLS has not acknowledged, by
+	// their last chunk's offset (unacked). An extent whose report went
+	// without it (its sync failed) is never acknowledged: the file is
+	// then held until the agent exits, as before a purge could take it.
+	left    bool
+	open    int
+	unacked map[int64]struct{}
+	gone    bool // let go: closed, removed from the set
 
 	syncMu sync.Mutex
 	synced int64 // the file is on disk up to here
@@ -82,6 +107,7 @@ type streamFile struct {
 	shipped int64    // the CLS's copy holds the file up to here
 	rd      *os.File // read to ship, opened at the first piece
 	refused error    // the CLS refused the file for good (forbidden): not asked again
+	closed  bool     // let go: nothing is shipped from it any more
 }
 
 func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
@@ -91,7 +117,7 @@ func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, log: log, wait: func() time.Duration { return defaultFSWait }}
+	return &streamSet{dir: filepath.Join(outDir, protocol.StreamDir), rotate: rotate, age: DefaultStreamAge, log: log, wait: func() time.Duration { return defaultFSWait }}
 }
 
 // streamFlushAfter is how long bytes a job wrote may wait in its
@@ -103,6 +129,7 @@ const streamFlushAfter = 100 * time.Millisecond
 // streamOut is one output being written into a stream file: the sink's
 // writer, which on Close keeps the output's extent for the report.
 type streamOut struct {
+	set *streamSet
 	f   *streamFile
 	tag outstream.Tag
 
@@ -111,6 +138,7 @@ type streamOut struct {
 	flush *time.Timer // armed while bytes wait in o's buffer
 	ext   outstream.Extent
 	done  bool // closed and written whole
+	ended bool // Close was called
 }
 
 func (so *streamOut) Write(p []byte) (int, error) {
@@ -149,7 +177,12 @@ func (so *streamOut) Close() error {
 		so.flush.Stop()
 		so.flush = nil
 	}
+	if so.ended {
+		return nil
+	}
+	so.ended = true
 	ext, err := so.o.Close()
+	so.set.closed(so.f, ext, err == nil)
 	if err != nil {
 		return err
 	}
@@ -159,8 +192,8 @@ func (so *streamOut) Close() error {
 
 // output starts output t in the current stream file of placeholder ph,
 // opening a new file first when there is none, it is ph's no more (the
-// agent registered anew), it passed its size or it failed a write (at
-// most once every streamRetry: failed).
+// agent registered anew), it passed its size or its age (aged) or it
+// failed a write (at most once every streamRetry: failed).
 func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 	if ph <= 0 {
 		return nil, errors.New("output stream: the placeholder has no id yet")
@@ -174,11 +207,12 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 		s.recoverDead()
 		s.recovered = true
 	}
-	if s.cur == nil || s.cur.owner != ph || s.cur.w.Size() >= s.rotate || s.failed() {
+	if s.cur == nil || s.cur.owner != ph || s.cur.w.Size() >= s.rotate || s.aged() || s.failed() {
 		f, err := s.create(ph)
 		if err != nil {
 			return nil, fmt.Errorf("output stream: %w", err)
 		}
+		old := s.cur
 		s.cur = f
 		s.filesMu.Lock()
 		s.files = append(s.files, f)
@@ -186,10 +220,101 @@ func (s *streamSet) output(ph int64, t outstream.Tag) (*streamOut, error) {
 			s.byName = map[string]*streamFile{}
 		}
 		s.byName[f.name] = f
+		var idle *streamFile
+		if old != nil {
+			old.left = true
+			idle = s.settled(old)
+		}
 		s.filesMu.Unlock()
+		s.letGo(idle)
 	}
+	s.filesMu.Lock()
+	s.cur.open++
+	s.filesMu.Unlock()
 	// The cap is the agent's (outputLimit): it stops the job.
-	return &streamOut{f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
+	return &streamOut{set: s, f: s.cur, o: s.cur.w.Output(t, 0), tag: t, ext: outstream.Extent{Last: -1}}, nil
+}
+
+// aged says whether the current file has been written to for s.age: one
+// holding no chunk yet is not left (it would only make another empty one).
+func (s *streamSet) aged() bool {
+	return time.Since(s.cur.born) >= s.age && s.cur.w.Size() > int64(len(outstream.Magic))
+}
+
+// closed notes that an output in f was closed; ok: written whole, so its
+// extent, if it has one, is reported.
+func (s *streamSet) closed(f *streamFile, ext outstream.Extent, ok bool) {
+	s.filesMu.Lock()
+	f.open--
+	if ok && ext.Last >= 0 {
+		if f.unacked == nil {
+			f.unacked = map[int64]struct{}{}
+		}
+		f.unacked[ext.Last] = struct{}{}
+	}
+	idle := s.settled(f)
+	s.filesMu.Unlock()
+	s.letGo(idle)
+}
+
+// acked notes the reports the CLS acknowledged (or refused: they are not
+// sent again), whose extents keep their files no more.
+func (s *streamSet) acked(rs []protocol.Report) {
+	var idle []*streamFile
+	s.filesMu.Lock()
+	for _, r := range rs {
+		for _, st := range r.Streamed {
+			f := s.byName[st.File]
+			if f == nil {
+				continue
+			}
+			delete(f.unacked, st.Last)
+			if g := s.settled(f); g != nil {
+				idle = append(idle, g)
+			}
+		}
+	}
+	s.filesMu.Unlock()
+	for _, f := range idle {
+		s.letGo(f)
+	}
+}
+
+// settled takes f out of the set, and returns it, when nothing keeps it
+// any more (streamFile.left); filesMu is held.
+func (s *streamSet) settled(f *streamFile) *streamFile {
+	if f.gone || !f.left || f.open > 0 || len(f.unacked) > 0 {
+		return nil
+	}
+	f.gone = true
+	delete(s.byName, f.name)
+	s.files = slices.DeleteFunc(s.files, func(g *streamFile) bool { return g == f })
+	return f
+}
+
+// letGo closes a file settled took out and frees its lock, in a goroutine
+// of its own: the close syncs, which may hang with the filesystem, and
+// its callers are a job's output and the reports.
+func (s *streamSet) letGo(f *streamFile) {
+	if f == nil {
+		return
+	}
+	go func() {
+		f.shipMu.Lock()
+		f.closed = true
+		if f.rd != nil {
+			f.rd.Close()
+			f.rd = nil
+		}
+		f.shipMu.Unlock()
+		if err := f.w.Close(); err != nil {
+			s.log.Warn("closing a stream file left for a new one", "file", f.name, "err", err)
+		}
+		filelock.Close(f.lock)
+		if s.onLetGo != nil {
+			s.onLetGo(f.name)
+		}
+	}()
 }
 
 // failed says whether the current file failed a write and may be left
@@ -206,12 +331,9 @@ func (s *streamSet) failed() bool {
 	return true
 }
 
-// create makes ph's next stream file and locks it.
+// create makes ph's next stream file and locks it; s.mu is held.
 func (s *streamSet) create(ph int64) (*streamFile, error) {
-	s.filesMu.Lock()
-	made := len(s.files)
-	s.filesMu.Unlock()
-	for seq := s.firstSeq + made; ; seq++ {
+	for seq := s.firstSeq + s.made; ; seq++ {
 		name := protocol.StreamFileName(ph, seq)
 		path := filepath.Join(s.dir, name)
 		w, err := outstream.Create(path)
@@ -234,7 +356,8 @@ func (s *streamSet) create(ph int64) (*streamFile, error) {
 			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		return &streamFile{w: w, name: name, owner: ph, lock: lock}, nil
+		s.made = seq - s.firstSeq + 1
+		return &streamFile{w: w, name: name, owner: ph, lock: lock, born: time.Now()}, nil
 	}
 }
 
@@ -338,6 +461,7 @@ func (s *streamSet) close() {
 	s.filesMu.Lock()
 	defer s.filesMu.Unlock()
 	for _, f := range s.files {
+		f.gone = true
 		f.w.Close()
 		filelock.Close(f.lock)
 		f.shipMu.Lock()

@@ -520,7 +520,7 @@ func (w *workLoop) sendPoll(m move) {
 		}
 		if p.err == nil {
 			w.a.started.Sent(started)
-			w.a.holding.Done(sent)
+			w.a.taken(sent)
 		}
 		if p.err != nil {
 			p.reply.Jobs = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mq-hpc/mq/internal/placeholder/fence"
+	"github.com/mq-hpc/mq/internal/placeholder/userstdio"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -23,7 +24,7 @@ func TestUserFileKeepsAfterFreeze(t *testing.T) {
 	w := fence.New(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	w.SetLease(time.Hour)
 	asg := protocol.Assignment{ID: 1, Attempt: 2, Env: []string{protocol.EnvStdout + "=o.txt"}}
-	u, err := openUserStdio(asg, dir, w)
+	u, err := userstdio.Open(asg, dir, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestUserFileKeepsAfterFreeze(t *testing.T) {
 	mu.Unlock()
 	wrote := make(chan struct{})
 	go func() {
-		u.out.Write([]byte("line\n"))
+		u.Out.Write([]byte("line\n"))
 		close(wrote)
 	}()
 	select {
@@ -41,7 +42,7 @@ func TestUserFileKeepsAfterFreeze(t *testing.T) {
 		t.Fatal("the write waited for the CLS's word")
 	}
 	w.Settle(w.Look(), nil) // the attempt is still this agent's
-	if lost := u.close(); lost != "" {
+	if lost := u.Close(); lost != "" {
 		t.Fatalf("lost: %s", lost)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "o.txt")); err != nil || string(b) != "line\n" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mq-hpc/mq/internal/diskroom"
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
+	"github.com/mq-hpc/mq/internal/placeholder/userstdio"
 	"github.com/mq-hpc/mq/protocol"
 )
 
@@ -46,10 +47,10 @@ func (a *Agent) statfsWithin(dir string) (diskroom.Free, error) {
 // closeUser closes the attempt's -o and -e files (a close on NFS writes
 // back what the job wrote), and says what was lost.
 func (a *Agent) closeUser(t *attempt) (lost string) {
-	if t.user.out == nil && t.user.err == nil {
+	if t.user.Out == nil && t.user.Err == nil {
 		return "" // most jobs: no goroutine for nothing
 	}
-	lost, err := hung.Value(a.fsWait, "close", func() (string, error) { return t.user.close(), nil })
+	lost, err := hung.Value(a.fsWait, "close", func() (string, error) { return t.user.Close(), nil })
 	if err != nil {
 		t.userHung = true // release does not wait for it again
 		a.log.Warn("closing a job's -o or -e file does not return; reporting the job without it", "job", t.asg.ID, "err", err)
@@ -61,7 +62,7 @@ func (a *Agent) closeUser(t *attempt) (lost string) {
 // releaseWithin is t.release with a deadline: removing a scratch copy or
 // closing a -o file on a hung filesystem must not hold the report.
 func (a *Agent) releaseWithin(t *attempt) {
-	if t.mem == nil && t.sc == nil && (t.userHung || t.user.out == nil && t.user.err == nil) {
+	if t.mem == nil && t.sc == nil && (t.userHung || t.user.Out == nil && t.user.Err == nil) {
 		return // most jobs: nothing held
 	}
 	if err := hung.Within(a.fsWait, "releasing the attempt's files", func() error { t.release(); return nil }); err != nil {
@@ -101,16 +102,16 @@ func (a *Agent) workDirWithin(cwd string) (string, error) {
 	return dir, err
 }
 
-// openUserStdioWithin is openUserStdio with a deadline (a.fsWait). One
+// openUserStdioWithin is userstdio.Open with a deadline (a.fsWait). One
 // that does not return fails the attempt, as the job's: it may be a hung
 // filesystem, or a FIFO of the user's that no one reads. Files it opens
 // too late are closed.
-func (a *Agent) openUserStdioWithin(asg protocol.Assignment, dir string) (userStdio, error) {
-	if !namesStdio(asg) {
-		return userStdio{}, nil // most jobs: no goroutine for nothing
+func (a *Agent) openUserStdioWithin(asg protocol.Assignment, dir string) (userstdio.Files, error) {
+	if !userstdio.Named(asg) {
+		return userstdio.Files{}, nil // most jobs: no goroutine for nothing
 	}
-	u, err := hung.Releasing(a.fsWait, "opening the -o or -e file", func() (userStdio, error) { return openUserStdio(asg, dir, a.fence) },
-		func(u userStdio) { u.close() })
+	u, err := hung.Releasing(a.fsWait, "opening the -o or -e file", func() (userstdio.Files, error) { return userstdio.Open(asg, dir, a.fence) },
+		func(u userstdio.Files) { u.Close() })
 	if errors.Is(err, hung.ErrHung) {
 		err = fmt.Errorf("opening the -o or -e file did not return in %v (a FIFO no one reads, or a hung filesystem?)", a.fsWait)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mq-hpc/mq/internal/placeholder/hung"
 	"github.com/mq-hpc/mq/internal/placeholder/memlimit"
 	"github.com/mq-hpc/mq/internal/placeholder/scratch"
+	"github.com/mq-hpc/mq/internal/placeholder/userstdio"
 	"github.com/mq-hpc/mq/internal/resource"
 	"github.com/mq-hpc/mq/job"
 	"github.com/mq-hpc/mq/protocol"
@@ -180,9 +181,9 @@ type attempt struct {
 	lim    *outputLimit
 
 	outSink, errSink *sink
-	stdout, stderr   *os.File  // the write ends the job's process gets
-	user             userStdio // mqsub -o, -e: where the streams also go
-	userHung         bool      // closing user did not return (closeUser)
+	stdout, stderr   *os.File        // the write ends the job's process gets
+	user             userstdio.Files // mqsub -o, -e: where the streams also go
+	userHung         bool            // closing user did not return (closeUser)
 
 	cmd   *exec.Cmd
 	pidfd int // -1: none to wait on
@@ -290,7 +291,7 @@ func (t *attempt) release() {
 		t.sc.Remove()
 	}
 	if !t.userHung {
-		t.user.close()
+		t.user.Close()
 	}
 }
 
@@ -332,11 +333,11 @@ func (a *Agent) prepare(ctx context.Context, t *attempt) bool {
 	}
 	t.lim = a.newOutputLimit(limDir, asg)
 	tag := outstream.Tag{Job: asg.ID, Attempt: asg.Attempt, Stream: outstream.Stdout}
-	if t.outSink, t.stdout, err = a.newSink(outPath, tag, streamed, t.lim, t.user.out.writer()); err != nil {
+	if t.outSink, t.stdout, err = a.newSink(outPath, tag, streamed, t.lim, t.user.Out.Writer()); err != nil {
 		return a.failPlace(t, outOfRoom(err))
 	}
 	tag.Stream = outstream.Stderr
-	if t.errSink, t.stderr, err = a.newSink(errPath, tag, streamed, t.lim, t.user.err.writer()); err != nil {
+	if t.errSink, t.stderr, err = a.newSink(errPath, tag, streamed, t.lim, t.user.Err.Writer()); err != nil {
 		t.stdout.Close()
 		<-t.outSink.done
 		return a.failPlace(t, outOfRoom(err))

@@ -168,7 +168,7 @@ func oneRunAtATime(path string) (*os.File, error) {
 // deadline (a slurmctld restarted had recovered two that a CLS had
 // cancelled just before it stopped).
 func cancelLeftovers() {
-	run := func(user, cmd string) { exec.Command("su", user, "-c", cmd).Run() }
+	run := func(user, cmd string) { exec.Command("su", "-", user, "-c", cmd).Run() }
 	for _, u := range []string{"mquser", secondUser} {
 		if haveSGE == "" {
 			run(u, `ids=$(qstat -u `+u+` | awk 'NR > 2 && $3 ~ /^mq-/ {print $1}') && [ -n "$ids" ] && qdel $ids`)
@@ -762,7 +762,10 @@ func asUser(t *testing.T, cmd string) string { return asUserOf(t, "sge", cmd) }
 // PBS; mquser here for SGE and Slurm.
 func asUserOf(t *testing.T, typ, cmd string) string {
 	t.Helper()
-	c := exec.Command("su", "mquser", "-c", cmd)
+	// A login shell, as the CLS's commands have: the batch system's
+	// environment is the site's (/etc/profile.d), not this process's,
+	// whose PATH may name SGE's own binaries without its SGE_ROOT.
+	c := exec.Command("su", "-", "mquser", "-c", cmd)
 	if typ == "pbs" {
 		c = exec.Command("ip", "netns", "exec", pbsNS, "su", "-", "mqpbs", "-c", cmd)
 	}

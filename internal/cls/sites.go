@@ -131,7 +131,9 @@ func (s *sites) install(srv *server.Server) {
 	srv.OnPaused = s.mgr.Paused
 	srv.OnBroken = s.mgr.Broken
 	srv.Files = s.hub
-	server.Route(srv, protocol.OpSiteAdd, s.mgr.Add)
+	server.Route(srv, protocol.OpSiteAdd, func(ctx context.Context, spec protocol.SiteSpec) (protocol.SiteInfo, error) {
+		return s.shownOne(s.mgr.Add(ctx, spec))
+	})
 	server.Route(srv, protocol.OpSiteList, func(ctx context.Context, _ protocol.Empty) (protocol.SiteList, error) {
 		list := s.shown(s.mgr.List())
 		if err := s.withCuts(ctx, list); err != nil {
@@ -142,7 +144,9 @@ func (s *sites) install(srv *server.Server) {
 	server.Route(srv, protocol.OpSiteRemove, func(ctx context.Context, r protocol.SiteRemove) (protocol.SiteInfo, error) {
 		return s.mgr.Remove(ctx, r.Name)
 	})
-	server.Route(srv, protocol.OpSiteSet, s.mgr.Set)
+	server.Route(srv, protocol.OpSiteSet, func(ctx context.Context, set protocol.SiteSet) (protocol.SiteInfo, error) {
+		return s.shownOne(s.mgr.Set(ctx, set))
+	})
 	srv.SiteOutputFiles = s.outputFiles
 }
 
@@ -158,6 +162,14 @@ func (s *sites) shown(list []protocol.SiteInfo) []protocol.SiteInfo {
 		}
 	}
 	return list
+}
+
+// shownOne is shown for the one site an add or a set answers with.
+func (s *sites) shownOne(info protocol.SiteInfo, err error) (protocol.SiteInfo, error) {
+	if err != nil {
+		return info, err
+	}
+	return s.shown([]protocol.SiteInfo{info})[0], nil
 }
 
 // withCuts adds to list what the store says of the remote sites that do

@@ -132,7 +132,13 @@ func OpenTrusted(path string, t Trust) (*os.File, error) { return openTrusted(pa
 func openTrusted(path string, t Trust, euid int) (*os.File, error) {
 	f, err := pathguard.OpenRead(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.What, err)
+		// Named by its whole path: the error may name only the first
+		// part that is missing (a home without ~/.ssh).
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s %s: %w", t.What, path, err)
 	}
 	fi, err := f.Stat()
 	if err == nil {

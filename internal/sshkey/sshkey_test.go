@@ -57,3 +57,18 @@ func TestNewKeyPairPubHardLink(t *testing.T) {
 		t.Errorf("the private key was left: %v", err)
 	}
 }
+
+// A file that cannot be opened is named whole, whatever part of its path
+// is missing, and its error still says not found.
+func TestOpenTrustedMissing(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{
+		filepath.Join(dir, "known_hosts"),
+		filepath.Join(dir, "home", ".ssh", "known_hosts"), // a home without ~/.ssh
+	} {
+		_, err := OpenTrusted(path, KnownHosts)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "known hosts file "+path+": ") || strings.Count(err.Error(), path) != 1 {
+			t.Errorf("OpenTrusted(%s): %v", path, err)
+		}
+	}
+}

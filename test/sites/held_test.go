@@ -43,8 +43,10 @@ func TestHeldPlaceholderSaysWhy(t *testing.T) {
 			}
 			if tc.release != "" {
 				asUserOf(t, tc.typ, strings.Replace(tc.release, "%s", ids[0], 1))
-			} else {
-				c.must("cls", "site", "set", "held", "--submit-args", "")
+			} else if out := c.must("cls", "site", "set", "held", "--submit-args", ""); !strings.Contains(out, "(data .mq-data/") || strings.Contains(out, "CLSID") {
+				// The site's line names the data root it has, this
+				// CLS's id and all, as cls site list does.
+				t.Errorf("cls site set prints:\n%s", out)
 			}
 			eventually(t, 2*time.Minute, "the job done once released", func() bool { return len(c.jobs("D")) == 1 })
 			if tc.release == "" && slices.Contains(batchIDs(t, tc.typ, "mq-held-"), ids[0]) {

@@ -200,6 +200,9 @@ func TestDialJumpHostErrors(t *testing.T) {
 		if !errors.Is(err, ErrHostUnknown) || !Permanent(err) || !strings.Contains(err.Error(), "the jump host is not in known_hosts: "+j.addr) || strings.Contains(err.Error(), "login host") {
 			t.Errorf("a jump host not in known_hosts: %v; want ErrHostUnknown said as the jump host's", err)
 		}
+		if want := keyscan(j.addr) + " >> "; !strings.Contains(err.Error(), want) || strings.Contains(want, "PORT") {
+			t.Errorf("a jump host not in known_hosts: %v; want the command %q", err, want)
+		}
 		if got := j.asked(); len(got) != 0 {
 			t.Errorf("forwards asked of an unverified jump host: %q", got)
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/mq-hpc/mq/internal/shellwords"
 	"github.com/mq-hpc/mq/internal/sshkey"
 )
 
@@ -142,7 +143,7 @@ func hostKeyCheck(path, addr, role string) (ssh.HostKeyCallback, []string, error
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
 			if len(ke.Want) == 0 {
-				return hostKeyError(role, ErrHostUnknown, fmt.Sprintf("%s is not in %s (add its key, e.g. ssh-keyscan -p PORT HOST >> %s, after checking it)", hostname, path, path))
+				return hostKeyError(role, ErrHostUnknown, fmt.Sprintf("%s is not in %s (add its key, e.g. %s >> %s, after checking its fingerprint)", hostname, path, keyscan(hostname), path))
 			}
 			w := ke.Want[0]
 			return hostKeyError(role, ErrHostKeyChanged, fmt.Sprintf("%s offered %s %s but %s line %d has %s %s; if the change is expected, remove that line (ssh-keygen -R) and add the new key",
@@ -190,6 +191,19 @@ func hostKeyCheck(path, addr, role string) (ssh.HostKeyCallback, []string, error
 
 // hostKeyError is a refusal of the host key of role's host: sentinel
 // (ErrHostUnknown, ErrHostKeyChanged) to errors.Is, said as that host's.
+// keyscan is the ssh-keyscan command that shows the key of hostname, as
+// a known_hosts check names it (host:port).
+func keyscan(hostname string) string {
+	host, port, err := net.SplitHostPort(hostname)
+	switch {
+	case err != nil:
+		return "ssh-keyscan " + shellwords.Quote(hostname)
+	case port == "22":
+		return "ssh-keyscan " + shellwords.Quote(host)
+	}
+	return "ssh-keyscan -p " + shellwords.Quote(port) + " " + shellwords.Quote(host)
+}
+
 func hostKeyError(role string, sentinel error, detail string) error {
 	if role == "login host" {
 		return fmt.Errorf("%w: %s", sentinel, detail)

@@ -584,6 +584,30 @@ func (s *Remote) Cancel(ctx context.Context, ids []string) error {
 	return err
 }
 
+// maxExplain bounds what a site's batch system says of a placeholder in
+// its error state, as the site's error carries it.
+const maxExplain = 300
+
+// Explain says why the batch system put placeholder id in its error
+// state, bounded and printable; "" when it does not say, or has no
+// command to ask (batch.Explainer).
+func (s *Remote) Explain(ctx context.Context, id string) string {
+	ex, ok := s.Batch.(batch.Explainer)
+	if !ok {
+		return ""
+	}
+	r, err := s.runner(ctx)
+	if err != nil {
+		return ""
+	}
+	out, err := r.Run(ctx, ex.ExplainCommand(id))
+	if err != nil {
+		s.drop(r, err)
+		return ""
+	}
+	return protocol.ClipText(ex.ParseExplain(out), maxExplain)
+}
+
 // Close closes the connection; placeholders keep running.
 func (s *Remote) Close() error {
 	s.mu.Lock()

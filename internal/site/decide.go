@@ -40,6 +40,9 @@ type Counts struct {
 	// Stalled: a placeholder of this site ran without connecting until it
 	// was cancelled (NeverConnected), and none has connected since.
 	Stalled bool
+	// Erring: a placeholder of this site went into the batch system's
+	// error state (SGE's Eqw), and none has connected since.
+	Erring bool
 }
 
 // Decision is what to do now.
@@ -74,7 +77,9 @@ type Decision struct {
 //     that start sooner elsewhere, which their sites keep provisioning.
 //   - Stalled: placeholders start but cannot reach the CLS, so more would
 //     only burn allocation. Keep one (queued or running) as a probe while
-//     there is work: when it connects, the site is healthy again.
+//     there is work: when it connects, the site is healthy again. So
+//     while Erring: placeholders the batch system put in its error state
+//     (a -wd the nodes lack) would all end there.
 func Decide(c Counts) Decision {
 	if c.Ready <= 0 && !c.Steady {
 		return Decision{Cancel: max(c.Queued, 0)}
@@ -98,7 +103,7 @@ func Decide(c Counts) Decision {
 		d.Throttled = true
 		want = min(c.Running+1, c.Max)
 	}
-	if c.Stalled {
+	if c.Stalled || c.Erring {
 		want = min(want, 1)
 	}
 	switch {

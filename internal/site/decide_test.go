@@ -57,6 +57,8 @@ func TestDecide(t *testing.T) {
 		{"stalled: one probe submitted", Counts{Ready: 50, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
 		{"stalled: the probe is there", Counts{Ready: 50, Running: 1, Max: 8, Slots: 1, Stalled: true}, Decision{}},
 		{"stalled: extra queued cancelled", Counts{Ready: 50, Queued: 3, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 2}},
+		{"erring: one probe submitted", Counts{Ready: 50, Max: 8, Slots: 1, Erring: true}, Decision{Submit: 1}},
+		{"erring: extra queued cancelled", Counts{Ready: 50, Queued: 3, Max: 8, Slots: 1, Erring: true}, Decision{Cancel: 2}},
 		{"stalled: min does not apply", Counts{Ready: 50, Min: 4, Max: 8, Slots: 1, Stalled: true}, Decision{Submit: 1}},
 		{"stalled, no work: nothing", Counts{Queued: 1, Max: 8, Slots: 1, Stalled: true}, Decision{Cancel: 1}},
 	} {
@@ -189,6 +191,18 @@ type fakeSite struct {
 	why          map[string]string // why a placeholder waits, by id
 	onSubmit     func()            // called at each Submit, outside mu
 	lists        int               // List calls, those that failed too
+	explain      string            // what Explain says of a placeholder still in the error state
+}
+
+// Explain is the batch system's reason for a placeholder in its error
+// state, which it has only until the placeholder is cancelled.
+func (f *fakeSite) Explain(_ context.Context, id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.jobs[id] != batch.Error {
+		return ""
+	}
+	return f.explain
 }
 
 func (f *fakeSite) Submit(_ context.Context, n int) ([]string, error) {
@@ -825,6 +839,31 @@ func TestBrokenRetriesLoggedOnce(t *testing.T) {
 	})
 	if n := strings.Count(logged.String(), `msg="site degraded"`); n != 1 {
 		t.Errorf("the site was logged degraded %d times over three retries of one trouble, want once:\n%s", n, logged.String())
+	}
+	// The first step submits the two the work warrants; each retry then
+	// one, a probe. (Counted before the retries, which only grow.)
+	fs.mu.Lock()
+	submitted := fs.submitted
+	fs.mu.Unlock()
+	if retries := strings.Count(logged.String(), "error state; cancelling them"); submitted > retries+2 {
+		t.Errorf("%d placeholders submitted by %d retries, want at most one a retry after the first two", submitted, retries)
+	}
+}
+
+// The site's error says why the batch system put a placeholder in its
+// error state, asked before the cancel that removes the reason.
+func TestBrokenSaysWhy(t *testing.T) {
+	fs := &fakeSite{jobs: map[string]batch.State{}, brokenAtOnce: true, explain: "can't chdir to /nonexistent: No such file or directory"}
+	m := &Manager{Store: &fakeStore{}, Poll: 5 * time.Millisecond, Open: func(protocol.SiteSpec, func(int)) (Site, error) { return fs, nil }}
+	ctx := startManager(t, m)
+	if _, err := m.Add(ctx, protocol.SiteSpec{Name: "c", Type: SGE, SSH: "u@h", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m.Store.(*fakeStore).setReady(1)
+	eventually(t, "degraded", func() bool { return m.List()[0].State == StateDegraded })
+	want := "went into the batch system's error state and were cancelled (1); it said of 1: can't chdir to /nonexistent: No such file or directory: check the site's --submit-args"
+	if got := m.List()[0].Error; !strings.Contains(got, want) {
+		t.Errorf("site error %q, want it to contain %q", got, want)
 	}
 }
 

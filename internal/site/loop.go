@@ -90,12 +90,13 @@ func (m *Manager) loop(ctx context.Context, ms *managed) {
 	}
 }
 
-// sameTrouble is msg without its digits: a trouble that recurs with other
-// placeholder ids or counts (placeholders in the error state at every
-// retry) is logged once, not at every retry.
+// sameTrouble is msg without its digits, commas and spaces: a trouble
+// that recurs with other placeholder ids or counts (placeholders in the
+// error state at every retry, two at first, then one) is logged once,
+// not at every retry.
 func sameTrouble(msg string) string {
 	return strings.Map(func(r rune) rune {
-		if '0' <= r && r <= '9' {
+		if '0' <= r && r <= '9' || r == ',' || r == ' ' {
 			return -1
 		}
 		return r
@@ -133,6 +134,7 @@ func (m *Manager) step(ctx context.Context, ms *managed, lastList *time.Time) er
 	m.mu.Lock()
 	var acts siteActions
 	acts.broken, acts.vanished = m.observeLocked(ms, ps, now)
+	ms.erred = ms.erred || len(acts.broken) > 0
 	ms.noteVanishedLocked(&acts)
 	if w.spec.Type != Local {
 		acts.connects, acts.timeout = ms.connects, m.connectTimeout(w.spec)
@@ -366,7 +368,7 @@ func (m *Manager) stalledLocked(ms *managed, now time.Time, timeout time.Duratio
 func (m *Manager) decideLocked(ms *managed, w siteWork, acts *siteActions, now time.Time) {
 	spec := w.spec
 	c := Counts{Ready: w.ready, Executing: w.executing, ReadyNeed: w.readyNeed, ExecutingNeed: w.execNeed, Slots: spec.Slots, Min: spec.Min, Max: spec.Max, ThrottleAfter: m.throttleAfter(), Steady: spec.Embedded,
-		Stalled: ms.stall != "" || len(acts.stalled) > 0}
+		Stalled: ms.stall != "" || len(acts.stalled) > 0, Erring: ms.erred}
 	var queued, stale []string
 	if ms.stale {
 		for id, t := range ms.known {
@@ -436,12 +438,29 @@ func (ms *managed) settleLocked() {
 	}
 }
 
+// explainer is a Site that can say why a placeholder is in its batch
+// system's error state (Remote.Explain).
+type explainer interface {
+	Explain(ctx context.Context, id string) string
+}
+
+// explainWait bounds the question: a site whose placeholders fail waits
+// for it.
+const explainWait = 30 * time.Second
+
 // act does what the step decided: it says why placeholders are cancelled,
 // cancels them, and submits new ones.
 func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteActions) error {
 	spec := w.spec
+	var why string // what the batch system says of the first in its error state
 	if len(acts.broken) > 0 {
-		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", acts.broken)
+		// Asked before the cancel, which takes the reason with the job.
+		if ex, ok := ms.site.(explainer); ok {
+			ectx, cancel := context.WithTimeout(ctx, explainWait)
+			why = ex.Explain(ectx, acts.broken[0])
+			cancel()
+		}
+		m.log().Warn("placeholders in the batch system's error state; cancelling them", "site", spec.Name, "ids", acts.broken, "why", why)
 	}
 	if len(acts.stalled) > 0 {
 		m.degradeStalled(ctx, ms, spec.Name, acts)
@@ -478,6 +497,10 @@ func (m *Manager) act(ctx context.Context, ms *managed, w siteWork, acts siteAct
 		// project or a resource the cluster refuses), and was submitted
 		// and cancelled again at every poll.
 		ids := acts.broken[:min(len(acts.broken), 5)]
+		if why != "" {
+			return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s); it said of %s: %s: check the site's --submit-args",
+				len(acts.broken), strings.Join(ids, ", "), acts.broken[0], why)
+		}
 		return fmt.Errorf("%d placeholder(s) went into the batch system's error state and were cancelled (%s): check the site's --submit-args (SGE says why in qstat -j of a job in Eqw: submit one by hand with the same arguments to see it)",
 			len(acts.broken), strings.Join(ids, ", "))
 	}

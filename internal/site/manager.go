@@ -138,6 +138,11 @@ type managed struct {
 	stall string
 	// connects counts registrations: a stall found before one is stale.
 	connects int
+	// erred: placeholders went into the batch system's error state (SGE's
+	// Eqw), and none has connected since: only a probe is kept, as for a
+	// stall, so a setting the cluster always refuses costs one
+	// placeholder a retry, not what the work warrants.
+	erred bool
 	// vanished says why the site is degraded after placeholders ended
 	// without connecting; kept while one submitted since runs without a
 	// registration of the site's (noteVanishedLocked).
@@ -493,6 +498,7 @@ func (m *Manager) Placeholder(id int64, reg protocol.Register, connected bool) {
 			ms.pids[id] = reg.PID
 		}
 		ms.connects++
+		ms.erred = false
 		if ms.stall != "" {
 			ms.stall = ""
 			m.log().Info("a placeholder connected; the site is no longer stalled", "site", ms.spec.Name, "batch", reg.Batch)

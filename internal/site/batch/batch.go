@@ -35,6 +35,18 @@ type System interface {
 	CancelCommand(ids []string) string
 }
 
+// Explainer is a System that can say why a job went into its error state
+// (SGE's Eqw): the site asks it before cancelling such a placeholder, so
+// that the user reads the batch system's own reason, which the cancel
+// removes.
+type Explainer interface {
+	// ExplainCommand shows job id whole.
+	ExplainCommand(id string) string
+	// ParseExplain reads why the job is in the error state from
+	// ExplainCommand's output; "" when it does not say.
+	ParseExplain(out []byte) string
+}
+
 // Request is what is submitted to the batch system for one placeholder:
 // the batch job that carries it. (That batch job is not a metaqueue job.)
 type Request struct {

@@ -549,3 +549,37 @@ func TestPBSListsOnlyTheUsersJobs(t *testing.T) {
 		t.Errorf("after a banner: %v, %v; want mquser's 2 jobs", ps, err)
 	}
 }
+
+// ParseExplain reads the reason SGE gives for a job in Eqw from qstat -j
+// (recorded from this host's SGE), without its time, [uid:pid] and
+// "error:" prefix; a job without one says nothing.
+func TestSGEParseExplain(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join("testdata", "sge_qstat_j_eqw.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ out, want string }{
+		{string(real), "can't chdir to /nonexistent/mq-eqw: No such file or directory"},
+		{"job_number: 7\nscheduling info: none\n", ""},
+		{"error reason 1: plain words\n", "plain words"},
+		{"error reason          1:      12/03/2026 09:00:37 [1001:501]: first\nerror reason 2: second\n", "first"},
+		{"", ""},
+	} {
+		if got := (SGE{}).ParseExplain([]byte(tc.out)); got != tc.want {
+			t.Errorf("ParseExplain(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+	if got := (SGE{}).ExplainCommand("144"); got != "qstat -j 144" {
+		t.Errorf("ExplainCommand = %q", got)
+	}
+}
+
+// Whatever qstat -j prints, ParseExplain does not panic and says one line.
+func FuzzSGEParseExplain(f *testing.F) {
+	addSeeds(f, "sge_qstat_j_*")
+	f.Fuzz(func(t *testing.T, out []byte) {
+		if got := (SGE{}).ParseExplain(out); strings.Contains(got, "\n") {
+			t.Errorf("ParseExplain gave %q: more than one line", got)
+		}
+	})
+}

@@ -159,6 +159,29 @@ func sgeState(s string) State {
 
 func (SGE) CancelCommand(ids []string) string { return "qdel " + quoteAll(ids) }
 
+func (SGE) ExplainCommand(id string) string { return "qstat -j " + shellwords.Quote(id) }
+
+// ParseExplain reads `qstat -j`'s first "error reason" line, e.g.
+// "error reason    1:  12/03/2026 09:00:37 [1001:501]: error: can't
+// chdir to /x: No such file or directory", as its message alone ("can't
+// chdir to /x: No such file or directory").
+func (SGE) ParseExplain(out []byte) string {
+	for line := range strings.SplitSeq(string(out), "\n") {
+		rest, ok := strings.CutPrefix(line, "error reason")
+		if !ok {
+			continue
+		}
+		if _, msg, ok := strings.Cut(rest, "]: "); ok {
+			rest = msg // past the time and [uid:pid]
+		} else if _, msg, ok := strings.Cut(rest, ":"); ok {
+			rest = msg // past the task number
+		}
+		rest = strings.TrimSpace(rest)
+		return strings.TrimSpace(strings.TrimPrefix(rest, "error:"))
+	}
+	return ""
+}
+
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."

@@ -262,6 +262,15 @@ func TestAgentStopsWithUnkillableJob(t *testing.T) {
 			clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 			cfg := agentConfig(t, 1)
 			cfg.Dial, cfg.Walltime, cfg.Now = c.dial, time.Hour, clock.Now
+			// Shown if it fails: it failed once under load, saying too
+			// little to tell why.
+			var logs logBuffer
+			cfg.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			defer func() {
+				if t.Failed() {
+					t.Logf("the agent's log:\n%s", logs.String())
+				}
+			}()
 			a := New(cfg)
 			if tc.name == "walltime" {
 				a.unkillable = 500 * time.Millisecond

@@ -124,8 +124,13 @@ type StreamPiece struct {
 }
 
 // StreamPieceReply is the size of the CLS's copy once the piece is in it.
+// Copied says the piece's bytes are in a copy of the CLS's own, not in
+// the placeholder's very file (an agent writing in the CLS's output
+// directory): an agent may remove its file once the copy holds all of it
+// and every report naming it was taken.
 type StreamPieceReply struct {
-	Size int64 `json:"size"`
+	Size   int64 `json:"size"`
+	Copied bool  `json:"copied,omitempty"`
 }
 
 // CheckStreamPiece checks a piece as placeholder ph sent it: one of its

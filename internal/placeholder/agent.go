@@ -278,6 +278,7 @@ func New(cfg Config) *Agent {
 		if cfg.StreamAge > 0 {
 			a.streams.age = cfg.StreamAge
 		}
+		a.streams.dropShipped = cfg.StageOutput
 		if cfg.StreamNoSync {
 			a.streams.sync = func(*outstream.Writer) error { return nil }
 		}

@@ -66,6 +66,8 @@ func (a *Agent) shipTo(ctx context.Context, f *streamFile, end int64) error {
 		}, &rep)
 		if err == nil {
 			f.shipped = rep.Size
+			f.copied = f.copied || rep.Copied
+			f.kept = f.kept || !rep.Copied
 			continue
 		}
 		if protocol.IsCode(err, protocol.CodeForbidden) {

@@ -103,9 +103,31 @@ func TestAgentShipsStreams(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	ends := c.wait(ids...)
+	// While the agent lives its files are there: each is the very bytes
+	// of the CLS's copy.
+	tap.mu.Lock()
+	for file := range tap.pieces {
+		site, err := os.ReadFile(filepath.Join(out, protocol.StreamDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := os.ReadFile(filepath.Join(c.srv.OutputDir, protocol.StreamDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(site, cp) {
+			t.Errorf("%s: the CLS's copy (%d bytes) is not the agent's file (%d bytes)", file, len(cp), len(site))
+		}
+	}
+	tap.mu.Unlock()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	// Once it exits they are gone: the CLS has them whole, and every
+	// report naming them was taken.
+	if left, _ := filepath.Glob(filepath.Join(out, protocol.StreamDir, "*")); len(left) != 0 {
+		t.Errorf("the agent left %v, which the CLS has copies of", left)
 	}
 	read := make(chan struct{})
 	go func() { tap.wg.Wait(); close(read) }()
@@ -137,17 +159,6 @@ func TestAgentShipsStreams(t *testing.T) {
 				t.Errorf("%s: piece at %d, want %d (pieces %v)", file, p[0], next, ps)
 			}
 			next = p[0] + p[1]
-		}
-		site, err := os.ReadFile(filepath.Join(out, protocol.StreamDir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp, err := os.ReadFile(filepath.Join(c.srv.OutputDir, protocol.StreamDir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(site, cp) {
-			t.Errorf("%s: the CLS's copy (%d bytes) is not the agent's file (%d bytes)", file, len(cp), len(site))
 		}
 	}
 	tap.mu.Unlock()
@@ -226,7 +237,6 @@ func TestAgentShipResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := echoJobs(t, c, "second", 10)
-	stop()
 	site, err := os.ReadFile(filepath.Join(out, protocol.StreamDir, filepath.Base(copies[0])))
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +245,7 @@ func TestAgentShipResumes(t *testing.T) {
 	if err != nil || !bytes.Equal(site, cp) {
 		t.Fatalf("the copy (%d bytes, %v) is not the agent's file (%d bytes)", len(cp), err, len(site))
 	}
+	stop()
 	for tag, ids := range map[string][]int64{"first": first, "second": second} {
 		for i, id := range ids {
 			d, err := c.store.Inspect().Job(context.Background(), id)
@@ -336,5 +347,64 @@ func TestAgentShipRefusedForFiles(t *testing.T) {
 	}
 	if copies, _ := filepath.Glob(filepath.Join(c.srv.OutputDir, protocol.StreamDir, "*.mqs")); len(copies) != 0 {
 		t.Errorf("refused pieces left copies %v", copies)
+	}
+}
+
+// TestAgentDropsShippedStreams: a remote agent removes a stream file it
+// let go (left for a new one, every report naming it taken) once the
+// CLS's copy holds all of it, and the rest at its exit; the jobs' output
+// reads from the copies. An agent writing in the CLS's own output
+// directory ships nothing (the CLS says its pieces were not copied) and
+// removes nothing: its files are the ones the CLS reads.
+func TestAgentDropsShippedStreams(t *testing.T) {
+	t.Parallel()
+	for _, own := range []bool{false, true} {
+		c := newCLS(t)
+		c.srv.OutputDir = t.TempDir()
+		out := t.TempDir()
+		if own {
+			out = c.srv.OutputDir
+		}
+		a := New(Config{Dial: c.dial, Site: "remote", Host: "h", Slots: 1, OutDir: out, Streams: true, StageOutput: true, StreamAge: time.Nanosecond})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		first := echoJobs(t, c, "first", 1)
+		second := echoJobs(t, c, "second", 1)
+		firstFile := protocol.StreamFileName(1, 0)
+		if !own {
+			// Let go once job 1's report was taken, which may come after
+			// job 2 ended.
+			waitFor(t, "the first file removed", func() bool {
+				_, err := os.Stat(filepath.Join(out, protocol.StreamDir, firstFile))
+				return os.IsNotExist(err)
+			})
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		left, _ := filepath.Glob(filepath.Join(out, protocol.StreamDir, "*.mqs"))
+		switch {
+		case own && len(left) != 2:
+			t.Errorf("writing in the CLS's directory, the agent's files are %v, want both kept", left)
+		case !own && len(left) != 0:
+			t.Errorf("the agent left %v, which the CLS has copies of", left)
+		}
+		for tag, id := range map[string]int64{"first": first[0], "second": second[0]} {
+			d, err := c.store.Inspect().Job(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := d.StdoutStream
+			if ext == nil {
+				t.Fatalf("job %d: no stdout extent (lost: %q)", id, d.OutputLost)
+			}
+			var buf bytes.Buffer
+			cp := filepath.Join(c.srv.OutputDir, protocol.StreamDir, filepath.Base(ext.Path))
+			if _, err := outstream.ReadFile(&buf, cp, outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: outstream.Stdout}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes}); err != nil || buf.String() != tag+"-0\n" {
+				t.Errorf("own %v: job %d from the CLS's copy: %q, %v", own, id, buf.String(), err)
+			}
+		}
 	}
 }

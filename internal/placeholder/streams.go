@@ -63,6 +63,11 @@ type streamSet struct {
 	retryAt   time.Time         // when a file that failed a write may be left for a new one
 	firstSeq  int               // the first file's number (tests start near protocol.MaxStreamFiles)
 	onLetGo   func(name string) // tests: a file was let go
+	// dropShipped removes a file let go, or settled at the agent's exit,
+	// once the CLS's copy holds all of it (a remote placeholder's: its
+	// outputs are read there; kept, the files would fill the site's disk,
+	// a cluster home's quota, with what the CLS has).
+	dropShipped bool
 }
 
 // streamRetry is how often a placeholder whose stream file failed a write
@@ -108,6 +113,9 @@ type streamFile struct {
 	rd      *os.File // read to ship, opened at the first piece
 	refused error    // the CLS refused the file for good (forbidden): not asked again
 	closed  bool     // let go: nothing is shipped from it any more
+	// copied: a piece went into a copy of the CLS's own; kept: a piece's
+	// reply did not say so (the file may be the very one the CLS reads).
+	copied, kept bool
 }
 
 func newStreamSet(outDir string, rotate int64, log *slog.Logger) *streamSet {
@@ -307,6 +315,7 @@ func (s *streamSet) letGo(f *streamFile) {
 			f.rd = nil
 		}
 		f.shipMu.Unlock()
+		s.drop(f) // under its lock: no agent recovering dead files opens it meanwhile
 		if err := f.w.Close(); err != nil {
 			s.log.Warn("closing a stream file left for a new one", "file", f.name, "err", err)
 		}
@@ -329,6 +338,24 @@ func (s *streamSet) failed() bool {
 	s.retryAt = time.Now().Add(streamRetry)
 	s.log.Warn("a stream file failed a write; the next outputs go to a new file", "file", s.cur.name, "err", err)
 	return true
+}
+
+// drop removes f, which nothing keeps any more, if s.dropShipped and
+// the CLS's copy holds all of it.
+func (s *streamSet) drop(f *streamFile) {
+	if !s.dropShipped {
+		return
+	}
+	f.shipMu.Lock()
+	size := f.w.Size()
+	whole := f.refused == nil && !f.kept && (f.copied && f.shipped >= size || size <= int64(len(outstream.Magic)))
+	f.shipMu.Unlock()
+	if !whole {
+		return
+	}
+	if err := os.Remove(filepath.Join(s.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("could not remove a stream file the CLS has a copy of", "file", f.name, "err", err)
+	}
 }
 
 // create makes ph's next stream file and locks it; s.mu is held.
@@ -462,6 +489,9 @@ func (s *streamSet) close() {
 	defer s.filesMu.Unlock()
 	for _, f := range s.files {
 		f.gone = true
+		if f.open == 0 && len(f.unacked) == 0 {
+			s.drop(f)
+		}
 		f.w.Close()
 		filelock.Close(f.lock)
 		f.shipMu.Lock()

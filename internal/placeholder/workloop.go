@@ -729,6 +729,7 @@ func (a *Agent) work(ctx context.Context) error {
 				return protocol.ReportBatch{Placeholder: id, Reports: w.reports, Started: a.started.List(a.now()), Clock: a.wall()}
 			}, nil)
 			if err == nil || !resend(err) {
+				a.taken(w.reports)
 				w.reports = nil // taken, or refused: not spooled
 			}
 			return err

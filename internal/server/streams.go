@@ -60,7 +60,7 @@ func shipStream(ctx context.Context, c *conn, b protocol.StreamPiece) (protocol.
 		return out, protocol.Errorf(protocol.CodeForbidden, "stream file %s is not copied: the CLS copies placeholder %d's stream files 0 to %d only", b.File, b.Placeholder, protocol.MaxStreamFiles-1)
 	}
 	size, err := c.s.appendCopy(dir, b)
-	out.Size = size
+	out.Size, out.Copied = size, err == nil
 	return out, err
 }
 

@@ -25,11 +25,9 @@ import (
 const DefaultStreamRotate = 256 << 20
 
 // DefaultStreamAge is Config.StreamAge's default: a stream file written
-// to for this long is left for a new one at the next output. A file left
-// is let go (closed, its lock freed) once the CLS has acknowledged the
-// reports of every output in it, so that cls purge can remove it when
-// those jobs are purged: a placeholder that lives for weeks (the CLS's
-// own) holds an hour of output, not all it ever wrote.
+// to for this long is left for a new one at the next output, and let go
+// once the CLS took every report naming it (settled), so that a purge can
+// remove it: a placeholder living for weeks holds an hour of output.
 const DefaultStreamAge = time.Hour
 
 // streamSet is a placeholder's stream files (Config.Streams): every job's
@@ -64,9 +62,8 @@ type streamSet struct {
 	firstSeq  int               // the first file's number (tests start near protocol.MaxStreamFiles)
 	onLetGo   func(name string) // tests: a file was let go
 	// dropShipped removes a file let go, or settled at the agent's exit,
-	// once the CLS's copy holds all of it (a remote placeholder's: its
-	// outputs are read there; kept, the files would fill the site's disk,
-	// a cluster home's quota, with what the CLS has).
+	// once the CLS's copy holds all of it (a remote placeholder's: kept,
+	// they would fill a cluster home's quota with what the CLS has).
 	dropShipped bool
 }
 
@@ -84,12 +81,10 @@ type streamFile struct {
 	lock  *os.File
 	born  time.Time
 
-	// Under the set's filesMu: what keeps the file held once it is left
-	// for a new one (left): outputs still being written (open), and the
-	// extents reported whose report the CLS has not acknowledged, by
-	// their last chunk's offset (unacked). An extent whose report went
-	// without it (its sync failed) is never acknowledged: the file is
-	// then held until the agent exits, as before a purge could take it.
+	// Under filesMu: what keeps a file left for a new one (left) held:
+	// outputs being written (open), and extents whose report the CLS has
+	// not taken, by last chunk (unacked; one dropped from its report, its
+	// sync failed, keeps the file until the agent exits).
 	left    bool
 	open    int
 	unacked map[int64]struct{}
@@ -389,32 +384,16 @@ func (s *streamSet) create(ph int64) (*streamFile, error) {
 }
 
 // recoverDead cuts the torn tail of every stream file in the directory no
-// live agent holds: a placeholder killed while it wrote. What lay in the
-// tail was never reported; its attempt is run again.
+// live agent holds: a placeholder killed while it wrote. Its attempt is
+// run again.
 func (s *streamSet) recoverDead() {
-	names, err := filepath.Glob(filepath.Join(s.dir, "*.mqs"))
-	if err != nil {
-		return
-	}
-	for _, path := range names {
-		lock, err := os.Open(path)
+	outstream.RecoverUnheld(s.dir, func(path string, err error) {
 		if err != nil {
-			continue
+			s.log.Warn("a stream file left by a placeholder cannot be read", "file", path, "err", err)
+			return
 		}
-		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			w, torn, err := outstream.Append(path)
-			switch {
-			case err != nil:
-				s.log.Warn("a stream file left by a placeholder cannot be read", "file", path, "err", err)
-			case torn:
-				s.log.Warn("cut the torn tail of a stream file left by a placeholder killed while it wrote", "file", path)
-			}
-			if w != nil {
-				w.Close()
-			}
-		}
-		filelock.Close(lock)
-	}
+		s.log.Warn("cut the torn tail of a stream file left by a placeholder killed while it wrote", "file", path)
+	})
 }
 
 // syncTo commits f past offset end (an output's last chunk: a chunk is

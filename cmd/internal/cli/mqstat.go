@@ -312,6 +312,14 @@ func mqstatJob(c *cli.Context, cl *client.Client, w io.Writer) error {
 		return writeJSON(w, d)
 	}
 	printJob(w, d)
+	if d.State == "Q" && !c.Bool("watch") {
+		// Ready and not running: the sites may say why, as a listing's
+		// warnings do (not under --watch, whose screen they would break).
+		if bw, ok := w.(*bufio.Writer); ok {
+			bw.Flush()
+		}
+		warnSites(c, cl)
+	}
 	return nil
 }
 

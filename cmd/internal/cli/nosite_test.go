@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +54,21 @@ func TestWarnNoSite(t *testing.T) {
 			"mqstat: warning: site hpc waits for you to log in: cls site login hpc\n"},
 		{"waits for a login, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{SiteSpec: protocol.SiteSpec{Name: "hpc"}, State: "degraded", NeedsLogin: true}}}, []string{"--json"}, ""},
 		{"broken, json", &protocol.SiteList{Sites: []protocol.SiteInfo{{State: "ok", Broken: []protocol.BrokenPlaceholder{{ID: 7, Why: "x"}}}}}, []string{"--json"}, ""},
+		// -j of a queued job (job 1 is Q) says why it may wait; of one
+		// that runs (job 2), or in JSON, nothing.
+		{"-j of a queued job, every site degraded", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"-j", "1"}, warning},
+		{"-j of a running job", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"-j", "2"}, ""},
+		{"-j json", &protocol.SiteList{Sites: []protocol.SiteInfo{degraded}}, []string{"-j", "1", "--json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := map[string]clitest.Reply{
 				protocol.OpStat.Name:    {Body: protocol.StatReply{Jobs: []protocol.JobInfo{{ID: 1, Queue: "default", Target: "t", State: "Q"}}}},
 				protocol.OpArrays.Name:  {Body: protocol.ArraysReply{}},
 				protocol.OpSummary.Name: {Body: protocol.SummaryReply{}},
+				protocol.OpJob.Name:     {Body: protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 1, Queue: "default", Target: "t", State: "Q"}}},
+			}
+			if slices.Contains(tc.args, "2") {
+				replies[protocol.OpJob.Name] = clitest.Reply{Body: protocol.JobDetail{JobInfo: protocol.JobInfo{ID: 2, Queue: "default", Target: "t", State: "E"}}}
 			}
 			if tc.sites != nil {
 				replies[protocol.OpSiteList.Name] = clitest.Reply{Body: *tc.sites}

@@ -248,18 +248,9 @@ func TestAgentShipResumes(t *testing.T) {
 	stop()
 	for tag, ids := range map[string][]int64{"first": first, "second": second} {
 		for i, id := range ids {
-			d, err := c.store.Inspect().Job(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ext := d.StdoutStream
-			if ext == nil {
-				t.Fatalf("job %d: no stdout extent (lost: %q)", id, d.OutputLost)
-			}
-			var buf bytes.Buffer
-			_, err = outstream.ReadFile(&buf, copies[0], outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: outstream.Stdout}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes})
-			if want := fmt.Sprintf("%s-%d\n", tag, i); err != nil || buf.String() != want {
-				t.Errorf("job %d from the copy: %q, %v; want %q", id, buf.String(), err, want)
+			got, err := copiedStdout(t, c, id)
+			if want := fmt.Sprintf("%s-%d\n", tag, i); err != nil || got != want {
+				t.Errorf("job %d from the copy: %q, %v; want %q", id, got, err, want)
 			}
 		}
 	}
@@ -392,19 +383,27 @@ func TestAgentDropsShippedStreams(t *testing.T) {
 			t.Errorf("the agent left %v, which the CLS has copies of", left)
 		}
 		for tag, id := range map[string]int64{"first": first[0], "second": second[0]} {
-			d, err := c.store.Inspect().Job(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ext := d.StdoutStream
-			if ext == nil {
-				t.Fatalf("job %d: no stdout extent (lost: %q)", id, d.OutputLost)
-			}
-			var buf bytes.Buffer
-			cp := filepath.Join(c.srv.OutputDir, protocol.StreamDir, filepath.Base(ext.Path))
-			if _, err := outstream.ReadFile(&buf, cp, outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: outstream.Stdout}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes}); err != nil || buf.String() != tag+"-0\n" {
-				t.Errorf("own %v: job %d from the CLS's copy: %q, %v", own, id, buf.String(), err)
+			if got, err := copiedStdout(t, c, id); err != nil || got != tag+"-0\n" {
+				t.Errorf("own %v: job %d from the CLS's copy: %q, %v", own, id, got, err)
 			}
 		}
 	}
+}
+
+// copiedStdout reads job id's stdout where the CLS reads it: at its
+// recorded extent in the CLS's copy of its stream file.
+func copiedStdout(t *testing.T, c *cls, id int64) (string, error) {
+	t.Helper()
+	d, err := c.store.Inspect().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := d.StdoutStream
+	if ext == nil {
+		t.Fatalf("job %d: no stdout extent (lost: %q)", id, d.OutputLost)
+	}
+	var buf bytes.Buffer
+	cp := filepath.Join(c.srv.OutputDir, protocol.StreamDir, filepath.Base(ext.Path))
+	_, err = outstream.ReadFile(&buf, cp, outstream.Tag{Job: id, Attempt: ext.Attempt, Stream: outstream.Stdout}, outstream.Extent{Last: ext.Last, Bytes: ext.Bytes})
+	return buf.String(), err
 }

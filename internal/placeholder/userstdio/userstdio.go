@@ -123,7 +123,8 @@ func Open(asg protocol.Assignment, dir string, w *fence.Watch) (Files, error) {
 
 // Close closes the files; lost says what could not be written to them.
 // Closing again does nothing.
-func (u Files) Close() (lost string) {
+func (u Files) Close() string {
+	var causes []string
 	for i, f := range []*File{u.Out, u.Err} {
 		if f == nil || (i == 1 && f == u.Out) {
 			continue
@@ -138,7 +139,7 @@ func (u Files) Close() (lost string) {
 			f.err = err
 		}
 		if f.err != nil {
-			lost = joinLost(lost, fmt.Sprintf("%s: %v", f.name, f.err))
+			causes = append(causes, fmt.Sprintf("%s: %v", f.name, f.err))
 		}
 		f.err = os.ErrClosed // a straggling write after this is dropped
 		f.mu.Unlock()
@@ -148,7 +149,7 @@ func (u Files) Close() (lost string) {
 			f.held.Forget()
 		}
 	}
-	return lost
+	return strings.Join(causes, "; ")
 }
 
 // Writer is f as an io.Writer for a sink: nil when there is no file.
@@ -157,12 +158,4 @@ func (f *File) Writer() io.Writer {
 		return nil
 	}
 	return f
-}
-
-// joinLost adds one cause of lost output to the others.
-func joinLost(lost, why string) string {
-	if lost == "" {
-		return why
-	}
-	return lost + "; " + why
 }
